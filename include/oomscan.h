@@ -1,0 +1,144 @@
+/* oomscan.h - find why a GPU training job died, from its logs.
+ *
+ * The library reads log inputs (plain, compressed, archives) as streams, recognises failures with a
+ * pattern database, attributes each to a pipeline phase, groups repeats into findings, tells the root
+ * cause from its consequences, and writes the result as a text report, JSON or NDJSON through a
+ * caller-supplied writer. It never prints and never exits: every call returns a status and fills an
+ * oomscan_diag the caller owns.
+ *
+ * Ownership: every *_new has a NULL-safe *_free. A database is immutable once scanning starts and may be
+ * shared by any number of scans. Strings passed in are copied; strings handed out are borrowed and valid
+ * until the object that handed them out is freed. */
+#ifndef OOMSCAN_H
+#define OOMSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OOMSCAN_VERSION "0.1.0"
+#define OOMSCAN_SCHEMA "oomscan/1"
+
+#include "oomscan_status.h"
+
+/* ---- pattern database ---------------------------------------------------------------------- */
+
+typedef struct oomscan_db oomscan_db;
+
+/* Load the database embedded at build time (patterns/). On a broken embedded file the diag names it. */
+oomscan_status oomscan_db_new(oomscan_db **out, oomscan_diag *diag);
+
+/* Load an empty database (for --check-patterns DIR on a user's folder alone). */
+oomscan_status oomscan_db_new_empty(oomscan_db **out, oomscan_diag *diag);
+
+/* Add every *.json file under `dir` (recursively, sorted). A pattern whose id already exists replaces
+ * it. Errors name the file, the entry id and, for regexes, the PCRE2 message and offset. */
+oomscan_status oomscan_db_add_dir(oomscan_db *db, const char *dir, oomscan_diag *diag);
+
+/* Compile what was loaded (JIT where available). Must be called before scanning or checking. */
+oomscan_status oomscan_db_compile(oomscan_db *db, oomscan_diag *diag);
+
+void oomscan_db_free(oomscan_db *db);
+
+/* One problem found by oomscan_db_check(). */
+typedef struct {
+    const char *file;    /* data file it came from */
+    const char *id;      /* pattern / checklist id */
+    const char *message; /* what is wrong */
+} oomscan_check_problem;
+
+typedef void (*oomscan_check_fn)(void *ud, const oomscan_check_problem *p);
+
+/* Validate the database and run every sample: match samples must match with the expected values,
+ * no_match samples must not, every pattern must have both kinds, literals must occur in the match
+ * samples, every class/phase pair must resolve to a checklist. Calls `fn` once per problem and
+ * returns the number of problems (0 = healthy). `*samples_run` (may be NULL) receives how many samples
+ * were run. */
+size_t oomscan_db_check(const oomscan_db *db, oomscan_check_fn fn, void *ud, size_t *samples_run);
+
+/* Counts for --list-patterns and for humans. */
+typedef struct {
+    const char *id, *class_name, *file, *regex, *title;
+    size_t n_literals;
+} oomscan_pattern_info;
+
+size_t oomscan_db_pattern_count(const oomscan_db *db);
+/* Borrowed view of pattern `i` (0 <= i < count), valid while `db` lives. */
+void oomscan_db_pattern_info(const oomscan_db *db, size_t i, oomscan_pattern_info *out);
+
+/* ---- scanning ------------------------------------------------------------------------------ */
+
+/* Writer: called with output bytes. Return 0 on success, non-zero to stop writing (closed pipe). */
+typedef int (*oomscan_write_fn)(void *ud, const char *data, size_t len);
+
+/* Called after each top-level input is scanned (in input order, also with jobs > 1), e.g. to stream
+ * NDJSON or to show progress. `input_index` is the position of the path in the list given. */
+typedef void (*oomscan_input_done_fn)(void *ud, size_t input_index);
+
+/* Called from the scanning thread(s) with bytes read so far in the current input (for a progress
+ * display). May be called often: keep it cheap. */
+typedef void (*oomscan_progress_fn)(void *ud, uint64_t bytes_done);
+
+typedef struct {
+    unsigned jobs;                  /* worker threads for many inputs; 0 = one per core */
+    oomscan_input_done_fn on_input; /* may be NULL */
+    oomscan_progress_fn on_progress;
+    void *ud;
+} oomscan_options;
+
+typedef struct oomscan_scan oomscan_scan;
+
+/* A scan over a set of inputs, using `db` (borrowed: it must outlive the scan). */
+oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const oomscan_options *opt,
+                                oomscan_diag *diag);
+void oomscan_scan_free(oomscan_scan *scan);
+
+/* Scan these inputs: files, directories (walked recursively in sorted order), "-" for stdin.
+ * A bad input is recorded with its reason (see oomscan_scan_input_errors) and the others go on.
+ * Returns OOMSCAN_OK unless the scan itself could not run (out of memory). */
+oomscan_status oomscan_scan_paths(oomscan_scan *scan, const char *const *paths, size_t n,
+                                  oomscan_diag *diag);
+
+/* Number of input sources (files and archive members) that were not read cleanly. */
+size_t oomscan_scan_input_errors(const oomscan_scan *scan);
+/* The i-th such problem, as "path: reason". Borrowed. */
+const char *oomscan_scan_input_error(const oomscan_scan *scan, size_t i);
+
+/* Number of findings after grouping and root-cause analysis. */
+size_t oomscan_scan_finding_count(const oomscan_scan *scan);
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+typedef enum { OOMSCAN_FMT_TEXT, OOMSCAN_FMT_JSON, OOMSCAN_FMT_NDJSON } oomscan_format;
+
+typedef struct {
+    oomscan_format format;
+    int color;   /* text only: ANSI colour */
+    int verbose; /* text only: every finding in full, not just the cascade summary */
+} oomscan_output;
+
+/* Write the whole result. For NDJSON, writes every finding not yet written or changed since. */
+oomscan_status oomscan_scan_write(oomscan_scan *scan, const oomscan_output *out, oomscan_write_fn fn,
+                                  void *ud);
+
+/* NDJSON streaming: write findings that are new or changed since the last call (after an input). */
+oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *scan, oomscan_write_fn fn, void *ud);
+
+/* Render checklist `id` (e.g. "cuda_oom-backward") as Markdown. OOMSCAN_ERR_USAGE if unknown. */
+oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud,
+                               oomscan_diag *diag);
+
+/* Ids of all checklists, for --explain listing and the docs renderer. */
+size_t oomscan_db_checklist_count(const oomscan_db *db);
+const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i);
+
+/* "isa-l" or "zlib". */
+const char *oomscan_gzip_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

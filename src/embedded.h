@@ -1,0 +1,17 @@
+/* embedded.h - the default data files, compiled into the binary by src/tools/embed.c.
+ * Ownership: static, read-only, lives for the whole program. */
+#ifndef OOMSCAN_EMBEDDED_H
+#define OOMSCAN_EMBEDDED_H
+
+#include <stddef.h>
+
+typedef struct {
+    const char *name; /* path relative to patterns/, e.g. "failures/pytorch.json" */
+    const char *data; /* NUL-terminated file contents */
+    size_t len;       /* without the terminating NUL */
+} embedded_file;
+
+extern const embedded_file embedded_files[];
+extern const size_t embedded_count;
+
+#endif

@@ -1,0 +1,28 @@
+/* timefmt.h - timestamps in the common log formats, normalised.
+ * Ownership: plain values, no allocation. */
+#ifndef OOMSCAN_TIMEFMT_H
+#define OOMSCAN_TIMEFMT_H
+
+#include <stddef.h>
+
+typedef struct {
+    int has_date;    /* year, month and day known */
+    int has_md;      /* month and day known, year not (glog, syslog) */
+    int has_clock;   /* hour:min:sec known */
+    int uptime_only; /* dmesg "[12345.678]": seconds since boot, no wall clock */
+    int year, month, day, hour, min;
+    double sec;
+    double uptime;
+    double key; /* for ordering: seconds, comparable between stamps of the same kind */
+} timefmt;
+
+/* Parse a timestamp in any supported form (ISO 8601, Python logging, glog "MMDD hh:mm:ss.uuuuuu",
+ * syslog "May  1 12:00:00", dmesg uptime "12345.678901" and wall clock "Mon May  1 12:00:00 2024",
+ * Slurm "2024-05-01T12:00:00.123"; surrounding brackets are ignored). Returns 0 on success. */
+int timefmt_parse(const char *s, size_t n, timefmt *out);
+
+/* Normalised text: "2024-05-01T12:00:00.123" (date known), "05-01T12:00:00" (no year),
+ * "uptime+12345.678s" (dmesg). */
+void timefmt_format(const timefmt *t, char *buf, size_t cap);
+
+#endif

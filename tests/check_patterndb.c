@@ -1,0 +1,145 @@
+/* check_patterndb.c - loading, validation, errors that name file/id/offset, replacement by id,
+ * and the embedded default database. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "oomscan.h"
+#include "patterndb.h"
+#include "testdb.h"
+
+static oomscan_status load(pdb *db, const char *json, oomscan_diag *d)
+{
+    return pdb_load_text(db, "user.json", json, strlen(json), d);
+}
+
+START_TEST(test_patterndb_regex_error_names_file_id_offset)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(load(db, "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"cuda_oom.bad\",\"class\":"
+                              "\"cuda_oom\",\"literals\":[\"CUDA out\"],\"regex\":\"CUDA (out\"}]}", &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_ERR_PATTERN);
+    ck_assert_str_eq(d.where, "user.json");
+    ck_assert_ptr_nonnull(strstr(d.msg, "cuda_oom.bad"));
+    ck_assert_ptr_nonnull(strstr(d.msg, "offset 9"));
+    ck_assert_ptr_nonnull(strstr(d.msg, "missing closing parenthesis"));
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_patterndb_rejects_bad_entries)
+{
+    static const char *const bad[] = {
+        "not json",
+        "{\"patterns\":[]}",
+        "{\"format\":\"oomscan-patterns/9\"}",
+        "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"x.y\",\"class\":\"no_such_class\",\"literals\":[\"abcd\"],\"regex\":\"a\"}]}",
+        "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"cuda_oom.z\",\"class\":\"cuda_oom\",\"literals\":[\"ab\"],\"regex\":\"a\"}]}",
+        "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"cuda_oom.z\",\"class\":\"cuda_oom\",\"regex\":\"a\"}]}",
+        "{\"format\":\"oomscan-phases/1\",\"frames\":[{\"func\":\"f\",\"phase\":\"lunch\"}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pdb *db = pdb_new();
+        oomscan_diag d = {0};
+        ck_assert_msg(load(db, bad[i], &d) != OOMSCAN_OK, "accepted: %s", bad[i]);
+        ck_assert_str_eq(d.where, "user.json");
+        ck_assert_msg(d.msg[0] != '\0', "no reason for: %s", bad[i]);
+        pdb_free(db);
+    }
+}
+END_TEST
+
+START_TEST(test_patterndb_same_id_replaces)
+{
+    pdb *db = testdb_new();
+    size_t before = db->n_patterns;
+    oomscan_diag d = {0};
+    ck_assert_int_eq(load(db, "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"child_failed.test\",\"class\":"
+                              "\"child_failed\",\"literals\":[\"worker died\"],\"regex\":\"worker died\"}]}", &d), OOMSCAN_OK);
+    ck_assert_uint_eq(db->n_patterns, before);
+    int found = 0;
+    for (size_t i = 0; i < db->n_patterns; i++)
+        if (strcmp(db->patterns[i].id, "child_failed.test") == 0) {
+            found = 1;
+            ck_assert_str_eq(db->patterns[i].regex_src, "worker died");
+            ck_assert_str_eq(db->patterns[i].file, "user.json");
+        }
+    ck_assert(found);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    pdb_free(db);
+}
+END_TEST
+
+static size_t problems_seen;
+static void count_problem(void *ud, const oomscan_check_problem *p)
+{
+    (void)ud;
+    (void)p;
+    problems_seen++;
+}
+
+START_TEST(test_patterndb_check_fails_pattern_without_samples)
+{
+    oomscan_db *db = NULL;
+    oomscan_diag d = {0};
+    ck_assert_int_eq(oomscan_db_new_empty(&db, &d), OOMSCAN_OK);
+    char dir[] = "/tmp/oomscan-pdb-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"format\":\"oomscan-patterns/1\",\"patterns\":["
+          "{\"id\":\"segfault.nosamples\",\"class\":\"segfault\",\"literals\":[\"Segmentation fault\"],\"regex\":\"Segmentation fault\"},"
+          "{\"id\":\"segfault.good\",\"class\":\"segfault\",\"literals\":[\"SIGSEGV\"],\"regex\":\"SIGSEGV\","
+          " \"samples\":{\"match\":[{\"line\":\"*** SIGSEGV received at time=1\"}],\"no_match\":[{\"line\":\"SIGTERM\"}]}},"
+          "{\"id\":\"segfault.wrong\",\"class\":\"segfault\",\"literals\":[\"core dumped\"],\"regex\":\"(?<what>Aborted) \\\\(core dumped\\\\)\","
+          " \"samples\":{\"match\":[{\"line\":\"Aborted (core dumped)\",\"expect\":{\"what\":\"Segfault\"}}],\"no_match\":[{\"line\":\"Aborted (core dumped)\"}]}}"
+          "]}", f);
+    fclose(f);
+    ck_assert_int_eq(oomscan_db_add_dir(db, dir, &d), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_db_compile(db, &d), OOMSCAN_OK);
+    problems_seen = 0;
+    size_t runs = 0;
+    size_t n = oomscan_db_check(db, count_problem, NULL, &runs);
+    /* nosamples: two missing kinds; wrong: bad capture + matches its no_match line */
+    ck_assert_uint_eq(n, 4);
+    ck_assert_uint_eq(problems_seen, 4);
+    ck_assert_uint_eq(runs, 4);
+    unlink(path);
+    rmdir(dir);
+    oomscan_db_free(db);
+}
+END_TEST
+
+START_TEST(test_patterndb_embedded_database_is_healthy)
+{
+    oomscan_db *db = NULL;
+    oomscan_diag d = {0};
+    ck_assert_msg(oomscan_db_new(&db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    ck_assert_msg(oomscan_db_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    ck_assert_uint_gt(oomscan_db_pattern_count(db), 0);
+    problems_seen = 0;
+    ck_assert_uint_eq(oomscan_db_check(db, count_problem, NULL, NULL), 0);
+    oomscan_db_free(db);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("patterndb");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_patterndb_regex_error_names_file_id_offset);
+    tcase_add_test(tc, test_patterndb_rejects_bad_entries);
+    tcase_add_test(tc, test_patterndb_same_id_replaces);
+    tcase_add_test(tc, test_patterndb_check_fails_pattern_without_samples);
+    tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,252 @@
+/* check_scan.c - line splitting, exact positions, long lines, junk, wrapped messages, phase. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "phase.h"
+#include "scan.h"
+#include "story.h"
+#include "testdb.h"
+
+typedef struct {
+    const char *data;
+    size_t len, pos, step;
+} membuf;
+
+static ssize_t mem_read(void *ud, void *buf, size_t cap)
+{
+    membuf *m = ud;
+    size_t n = m->len - m->pos;
+    if (n > cap)
+        n = cap;
+    if (m->step && n > m->step)
+        n = m->step;
+    memcpy(buf, m->data + m->pos, n);
+    m->pos += n;
+    return (ssize_t)n;
+}
+
+typedef struct {
+    pdb *db;
+    story *st;
+    scan_result res;
+} run_out;
+
+static run_out run(const char *data, size_t len, size_t step)
+{
+    run_out o = {testdb_new(), story_new(), {0}};
+    scanner *sc = scanner_new(o.db);
+    phase_state *ps = phase_new(o.db);
+    membuf m = {data, len, 0, step};
+    scan_source src = {.path = "mem.log"};
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &o.res, NULL, NULL), OOMSCAN_OK);
+    story_finish(o.st, "");
+    scanner_free(sc);
+    phase_free(ps);
+    return o;
+}
+
+static void done(run_out *o)
+{
+    story_free(o->st);
+    pdb_free(o->db);
+}
+
+static const finding *find_class(const story *st, tax_class c)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (st->f[i].cls == c)
+            return &st->f[i];
+    return NULL;
+}
+
+START_TEST(test_scan_terminators_positions_exact)
+{
+    /* \n, \r\n and a bare \r all end lines; the failure is on line 5 at byte 26 */
+    const char *text = "one\ntwo\r\nbar 10%\rbar 20%\r\nChildFailedError here\nlast";
+    size_t steps[] = {0, 1, 2, 3, 7};
+    for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+        run_out o = run(text, strlen(text), steps[k]);
+        const finding *f = find_class(o.st, CLS_CHILD_FAILED);
+        ck_assert_msg(f != NULL, "not found with step %zu", steps[k]);
+        ck_assert_uint_eq(f->first.line, 5);
+        ck_assert_uint_eq(f->first.offset, 26);
+        ck_assert_uint_eq(o.res.lines, 6);
+        ck_assert_uint_eq(o.res.bytes, strlen(text));
+        done(&o);
+    }
+}
+END_TEST
+
+START_TEST(test_scan_long_line_is_cut_and_scan_goes_on)
+{
+    size_t big = SCAN_LINE_CAP * 3 + 123;
+    char *text = malloc(big + 64);
+    memset(text, 'x', big);
+    strcpy(text + big, "\nKilled\n");
+    run_out o = run(text, strlen(text), 0);
+    ck_assert_uint_eq(o.res.lines_cut, 1);
+    const finding *f = find_class(o.st, CLS_HOST_OOM_KILL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(f->first.line, 2);
+    ck_assert_uint_eq(f->first.offset, big + 1);
+    ck_assert_uint_eq(o.res.lines, 2);
+    done(&o);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_scan_binary_junk_and_nul_do_not_stop)
+{
+    char text[600];
+    for (int i = 0; i < 512; i++)
+        text[i] = (char)(i * 37 % 256) == '\n' ? 0 : (char)(i * 37 % 256);
+    const char *tail = "\n[rank2]: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+    memcpy(text + 512, tail, strlen(tail));
+    run_out o = run(text, 512 + strlen(tail), 0);
+    const finding *f = find_class(o.st, CLS_CUDA_OOM);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->rank, "2");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(f->memory, "requested_bytes");
+    ck_assert(cJSON_IsNumber(req) && req->valuedouble == 2147483648.0);
+    /* evidence is valid text: no control bytes survive */
+    for (const char *p = f->evidence[0]; *p; p++)
+        ck_assert((unsigned char)*p >= 0x20 || *p == '\t');
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_wrapped_message_joins_number_and_unit)
+{
+    const char *text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00\n"
+                       "MiB. GPU 3 has a total capacity of 79.18 GiB of which 5.00 MiB is free.\n";
+    run_out o = run(text, strlen(text), 0);
+    const finding *f = find_class(o.st, CLS_CUDA_OOM);
+    ck_assert_ptr_nonnull(f);
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(f->memory, "requested_bytes");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(f->memory, "gpu");
+    ck_assert(cJSON_IsNumber(req) && req->valuedouble == 20971520.0);
+    ck_assert(cJSON_IsNumber(gpu) && gpu->valuedouble == 3);
+    ck_assert_uint_eq(o.st->n, 1);
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_phase_from_traceback_beats_marker)
+{
+    const char *text = "Before update_actor, memory allocated (GB): 1.0\n"
+                       "[rank1]: Traceback (most recent call last):\n"
+                       "[rank1]:   File \"/opt/verl/verl/workers/actor/dp_actor.py\", line 412, in update_policy\n"
+                       "[rank1]:     loss.backward()\n"
+                       "[rank1]:   File \"/usr/lib/python3/site-packages/torch/_tensor.py\", line 581, in backward\n"
+                       "[rank1]:     torch.autograd.backward(\n"
+                       "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n";
+    run_out o = run(text, strlen(text), 0);
+    const finding *f = find_class(o.st, CLS_CUDA_OOM);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->phase, PH_BACKWARD);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "loss.backward("));
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "dp_actor.py"));
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_phase_from_marker_and_its_end)
+{
+    const char *in = "Before update_actor, memory allocated (GB): 1.0\nCUDA out of memory. Tried to allocate 1.00 GiB\n";
+    run_out o = run(in, strlen(in), 0);
+    ck_assert_int_eq(find_class(o.st, CLS_CUDA_OOM)->phase, PH_FORWARD);
+    done(&o);
+    /* after the step ended, the marker no longer says where we are: unknown, not a guess */
+    const char *after = "Before update_actor\nAfter update_actor, memory\nCUDA out of memory. Tried to allocate 1.00 GiB\n";
+    o = run(after, strlen(after), 0);
+    ck_assert_int_eq(find_class(o.st, CLS_CUDA_OOM)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_repeats_collapse_and_cascade_roles)
+{
+    const char *text = "2024-05-01 10:00:00,000 [rank3]: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+                       "2024-05-01 10:10:00,000 [rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)\n"
+                       "2024-05-01 10:10:00,000 [rank1]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)\n"
+                       "2024-05-01 10:10:01,000 [rank2]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)\n"
+                       "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n";
+    run_out o = run(text, strlen(text), 0);
+    ck_assert_uint_eq(o.st->n, 3);
+    const finding *oom = find_class(o.st, CLS_CUDA_OOM);
+    const finding *to = find_class(o.st, CLS_NCCL_TIMEOUT);
+    const finding *cf = find_class(o.st, CLS_CHILD_FAILED);
+    ck_assert(oom->is_root);
+    ck_assert(!to->is_root);
+    ck_assert(!cf->is_root);
+    ck_assert_uint_eq(to->occurrences, 3);
+    ck_assert_uint_eq(to->ranks.n, 3);
+    ck_assert_str_eq(o.st->f[to->caused_by].id, oom->id);
+    ck_assert_str_eq(o.st->f[cf->caused_by].id, oom->id);
+    ck_assert_str_eq(oom->rank, "3");
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_consequence_without_cause_stays_root)
+{
+    const char *text = "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)\n";
+    run_out o = run(text, strlen(text), 0);
+    ck_assert_uint_eq(o.st->n, 1);
+    ck_assert(o.st->f[0].is_root);
+    ck_assert_ptr_nonnull(o.st->f[0].note);
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_count_lines_matches_scalar)
+{
+    char buf[1000];
+    srand(3);
+    for (int round = 0; round < 200; round++) {
+        size_t n = (size_t)(rand() % 1000);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = "ab\r\n"[rand() % 4];
+        uint64_t want = 0;
+        for (size_t i = 0; i < n; i++)
+            want += buf[i] == '\n' || (buf[i] == '\r' && !(i + 1 < n && buf[i + 1] == '\n'));
+        ck_assert_uint_eq(scan_count_lines((const unsigned char *)buf, n), want);
+    }
+}
+END_TEST
+
+START_TEST(test_scan_source_names)
+{
+    scan_source s = {.path = "logs/slurm-123456_7.out"};
+    scan_source_from_name(&s);
+    ck_assert_str_eq(s.job_id, "123456_7");
+    scan_source t = {.path = "job.tar.gz", .member = "node12/rank3.log"};
+    scan_source_from_name(&t);
+    ck_assert_str_eq(t.rank, "3");
+    ck_assert_str_eq(t.host, "node12");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("scan");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_scan_terminators_positions_exact);
+    tcase_add_test(tc, test_scan_long_line_is_cut_and_scan_goes_on);
+    tcase_add_test(tc, test_scan_binary_junk_and_nul_do_not_stop);
+    tcase_add_test(tc, test_scan_wrapped_message_joins_number_and_unit);
+    tcase_add_test(tc, test_scan_phase_from_traceback_beats_marker);
+    tcase_add_test(tc, test_scan_phase_from_marker_and_its_end);
+    tcase_add_test(tc, test_scan_repeats_collapse_and_cascade_roles);
+    tcase_add_test(tc, test_scan_consequence_without_cause_stays_root);
+    tcase_add_test(tc, test_scan_count_lines_matches_scalar);
+    tcase_add_test(tc, test_scan_source_names);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,123 @@
+#!/bin/sh
+# cli.sh OOMSCAN SOURCE_DIR - the command line as users meet it. Archives are built here from the plain
+# fixtures, so every container is covered without binary files in the repository.
+set -u
+oomscan=$1 src=$2
+sample="$src/fixtures/golden/verl-log-prob-oom.log"
+cascade="$src/fixtures/golden/nccl-error-after-oom.log"
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fails=0 passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# number of findings in a JSON document
+nfind() { grep -c '"pattern":' "$1"; }
+# JSON key/value test, whatever the whitespace between them
+has() { grep -Eq "\"$2\":[[:space:]]*$3" "$1"; }
+ids() { grep -E '"id":[[:space:]]*"[0-9a-f]{16}"' "$1" | tr -d ' \t' | sort; }
+
+"$oomscan" --format json "$sample" > "$t/plain.json"; rc=$?
+[ $rc -eq 1 ] && ok || bad "plain: exit $rc, want 1"
+n=$(nfind "$t/plain.json")
+[ "$n" -ge 1 ] && ok || bad "plain: no finding"
+has "$t/plain.json" class '"cuda_oom"' && ok || bad "plain: no cuda_oom"
+
+# stdin, both as '-' and as a bare pipe
+"$oomscan" --format json - < "$sample" > "$t/stdin.json"
+[ "$(nfind "$t/stdin.json")" = "$n" ] && ok || bad "stdin: findings differ"
+has "$t/stdin.json" path '"<stdin>"' && ok || bad "stdin: not named <stdin>"
+cat "$sample" | "$oomscan" --format json > "$t/pipe.json"
+[ "$(nfind "$t/pipe.json")" = "$n" ] && ok || bad "bare pipe: findings differ"
+
+# every container, sniffed from its bytes: names deliberately lie
+cp "$sample" "$t/a.log"
+gzip -c "$t/a.log" > "$t/gz.txt"
+cat "$t/gz.txt" "$t/gz.txt" > "$t/concat.log"
+zstd -q -c "$t/a.log" > "$t/zst.log"
+xz -c "$t/a.log" > "$t/xz.log"
+bzip2 -c "$t/a.log" > "$t/bz2.log"
+mkdir -p "$t/tree/node3/logs"
+cp "$sample" "$t/tree/node3/logs/rank0.err"
+gzip -c "$sample" > "$t/tree/node3/logs/rank1.err.gz"
+(cd "$t/tree" && tar -cf ../b.tar node3 && tar -czf ../b.tar.gz node3 && tar -cJf ../b.tar.xz node3 &&
+ tar --zstd -cf ../b.tar.zst node3 && tar -cjf ../b.tar.bz2 node3 && zip -qr ../b.zip node3)
+for f in gz.txt zst.log xz.log bz2.log; do
+  "$oomscan" --format json "$t/$f" > "$t/out.json"
+  [ "$(nfind "$t/out.json")" = "$n" ] && ok || bad "$f: findings differ from plain"
+done
+"$oomscan" --format json "$t/concat.log" > "$t/out.json"
+has "$t/out.json" occurrences 2 && ok || bad "concatenated gzip members: second member not read"
+for f in b.tar b.tar.gz b.tar.xz b.tar.zst b.tar.bz2 b.zip; do
+  "$oomscan" --format json "$t/$f" > "$t/out.json"
+  has "$t/out.json" path "\"$t/$f:node3/logs/rank0.err\"" && ok || bad "$f: member not named archive:member"
+  has "$t/out.json" path "\"$t/$f:node3/logs/rank1.err.gz\"" && ok || bad "$f: compressed member not opened"
+  has "$t/out.json" occurrences 2 && ok || bad "$f: both members' failure not grouped"
+done
+
+# a directory: walked recursively, in sorted order
+"$oomscan" --format json "$t/tree" > "$t/dir.json"
+a=$(grep -n 'rank0.err"' "$t/dir.json" | head -1 | cut -d: -f1)
+b=$(grep -n 'rank1.err.gz"' "$t/dir.json" | head -1 | cut -d: -f1)
+[ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] && ok || bad "directory: not walked in sorted order"
+
+# bad inputs: reported, named, the rest goes on, exit 2
+: > "$t/empty.log"
+"$oomscan" --format json "$t/empty.log" > "$t/out.json"; rc=$?
+[ $rc -eq 0 ] && ok || bad "empty file: exit $rc, want 0"
+"$oomscan" --format json "$t/nope.log" "$sample" > "$t/out.json" 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && ok || bad "missing file: exit $rc, want 2"
+grep -q "nope.log" "$t/err" && ok || bad "missing file: stderr does not name it"
+[ "$(nfind "$t/out.json")" = "$n" ] && ok || bad "missing file: other input's findings lost"
+has "$t/out.json" status '"error"' && ok || bad "missing file: no error status"
+# truncated gzip: keep what was read before the damage
+{ cat "$t/a.log"; head -c 20000 /dev/urandom | base64; } | gzip -c > "$t/big.gz"
+size=$(wc -c < "$t/big.gz")
+head -c $((size - 3000)) "$t/big.gz" > "$t/trunc.gz"
+"$oomscan" --format json "$t/trunc.gz" > "$t/out.json" 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && ok || bad "truncated gzip: exit $rc, want 2"
+has "$t/out.json" status '"partial"' && ok || bad "truncated gzip: not partial"
+[ "$(nfind "$t/out.json")" = "$n" ] && ok || bad "truncated gzip: findings before the damage lost"
+grep -q "trunc.gz" "$t/err" && ok || bad "truncated gzip: stderr does not name it"
+# corrupt zip
+cp "$t/b.zip" "$t/corrupt.zip"
+printf 'garbage garbage garbage garbage' | dd of="$t/corrupt.zip" bs=1 seek=40 conv=notrunc 2>/dev/null
+"$oomscan" --format json "$t/corrupt.zip" > "$t/out.json" 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && ok || bad "corrupt zip: exit $rc, want 2"
+grep -q "corrupt.zip" "$t/err" && ok || bad "corrupt zip: stderr does not name it"
+
+# output file written atomically, nothing left behind
+"$oomscan" --format json -o "$t/report.json" "$sample"; rc=$?
+[ $rc -eq 1 ] && [ "$(nfind "$t/report.json")" = "$n" ] && ok || bad "-o: report missing or wrong"
+[ "$(ls "$t" | grep -c 'report.json.')" = 0 ] && ok || bad "-o: temporary file left behind"
+
+# NDJSON: one object per line, nothing else on stdout
+"$oomscan" --format ndjson "$cascade" > "$t/out.ndjson"
+lines=$(wc -l < "$t/out.ndjson")
+objs=$(grep -c '^{"id":"[0-9a-f]\{16\}",.*}$' "$t/out.ndjson")
+[ "$lines" -ge 2 ] && [ "$lines" = "$objs" ] && ok || bad "ndjson: $lines lines, $objs finding objects"
+
+# colour only on request, never with NO_COLOR
+"$oomscan" --color always "$sample" | grep -q "$(printf '\033')" && ok || bad "--color always: no colour"
+NO_COLOR=1 "$oomscan" "$sample" | grep -q "$(printf '\033')" && bad "NO_COLOR: colour written" || ok
+"$oomscan" "$sample" | grep -q "$(printf '\033')" && bad "not a terminal: colour written" || ok
+
+# a closed pipe ends quietly
+"$oomscan" --format json "$t/tree" "$sample" "$cascade" 2> "$t/err" | head -c 10 > /dev/null
+[ ! -s "$t/err" ] && ok || bad "closed pipe: stderr not quiet: $(cat "$t/err")"
+
+# determinism: -j 1 and -j 2 agree; ids do not depend on input order
+"$oomscan" --format json -j 1 "$t/tree" "$cascade" "$sample" > "$t/j1.json"
+"$oomscan" --format json -j 2 "$t/tree" "$cascade" "$sample" > "$t/j2.json"
+cmp -s "$t/j1.json" "$t/j2.json" && ok || bad "-j 2 output differs from -j 1"
+"$oomscan" --format json "$sample" "$cascade" > "$t/o1.json"
+"$oomscan" --format json "$cascade" "$sample" > "$t/o2.json"
+[ "$(ids "$t/o1.json")" = "$(ids "$t/o2.json")" ] && ok || bad "ids depend on input order"
+
+# usage errors
+"$oomscan" --format xml "$sample" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --format: not exit 2"
+"$oomscan" --explain no-such-checklist > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --explain: not exit 2"
+"$oomscan" --explain cuda_oom-backward | grep -q '^## 1\.' && ok || bad "--explain: no steps"
+"$oomscan" --list-patterns | grep -q 'cuda_oom' && ok || bad "--list-patterns: no cuda_oom"
+
+echo "cli: $passes passed, $fails failed"
+[ $fails -eq 0 ]
