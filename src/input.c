@@ -301,7 +301,7 @@ static oomscan_status archive_fail(input_ctx *c, const char *member, struct arch
         return diag_set(c->diag, st, c->path, "%s", why);
     if (c->nested_st == OOMSCAN_OK) {
         c->nested_st = st;
-        snprintf(c->nested_msg, sizeof c->nested_msg, "%s: %s", member, why);
+        snprintf(c->nested_msg, sizeof c->nested_msg, "%.200s: %.280s", member, why);
     }
     return OOMSCAN_OK;
 }
