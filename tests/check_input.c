@@ -683,7 +683,8 @@ START_TEST(test_input_corrupt_zip_keeps_earlier_members)
     ck_assert_msg(d.msg[0] != 0, "no message");
     collect_free(&c);
 
-    write_file(tpath("sig.zip"), "PK\x03\x04 then nothing sensible", 29);
+    static const char sig[] = "PK\x03\x04 then nothing sensible";
+    write_file(tpath("sig.zip"), sig, sizeof sig - 1);
     collect c2 = {0};
     ck_assert_int_eq(scan(tpath("sig.zip"), &c2, &d), OOMSCAN_ERR_FORMAT);
     ck_assert_uint_eq(c2.n, 0);
