@@ -107,7 +107,8 @@ static int find_number_after(const char *s, const char *word, char *out, size_t 
 void scan_source_from_name(scan_source *src)
 {
     char name[1024];
-    snprintf(name, sizeof name, "%s/%s", src->path ? src->path : "", src->member ? src->member : "");
+    snprintf(name, sizeof name, "%s%s%s", src->path ? src->path : "", src->member ? "/" : "",
+             src->member ? src->member : "");
     src->job_id[0] = src->rank[0] = src->host[0] = '\0';
     /* slurm-1234.out, slurm-1234_7.err (%A_%a), or a job-1234 bundle */
     if (!find_number_after(name, "slurm-", src->job_id, sizeof src->job_id, 1))
@@ -125,8 +126,8 @@ void scan_source_from_name(scan_source *src)
     while (*comp) {
         const char *slash = strchr(comp, '/');
         size_t n = slash ? (size_t)(slash - comp) : strlen(comp);
-        if (slash && n > 4 && n < sizeof src->host && (strncmp(comp, "node", 4) == 0 || strstr(comp, "-node") ||
-                                                       strncmp(comp, "host", 4) == 0)) {
+        /* only directories: a file named host_oom_kill-1.log is not a host */
+        if (slash && n > 4 && n < sizeof src->host && (strncmp(comp, "node", 4) == 0 || memmem(comp, n, "-node", 5))) {
             memcpy(src->host, comp, n);
             src->host[n] = '\0';
         }

@@ -353,8 +353,11 @@ void story_finish(story *s, const char *job_id)
 {
     for (size_t i = 0; i < s->n; i++) {
         finding *f = &s->f[i];
-        qsort(f->ranks.items, f->ranks.n, sizeof *f->ranks.items, set_cmp);
-        qsort(f->hosts.items, f->hosts.n, sizeof *f->hosts.items, set_cmp);
+        /* qsort must not see NULL even with a zero count (UBSan rightly says so) */
+        if (f->ranks.n > 1)
+            qsort(f->ranks.items, f->ranks.n, sizeof *f->ranks.items, set_cmp);
+        if (f->hosts.n > 1)
+            qsort(f->hosts.items, f->hosts.n, sizeof *f->hosts.items, set_cmp);
         const char *job = f->job_id[0] ? f->job_id : (job_id ? job_id : "");
         uint64_t h = 0xcbf29ce484222325ULL;
         h = fnv1a(tax_class_name(f->cls), h);
@@ -423,6 +426,7 @@ void story_order(const story *s, size_t *order)
         order[i] = i;
     /* qsort has no context argument in C11; ordering is done on one thread at the end. */
     order_ctx = s;
-    qsort(order, s->n, sizeof *order, order_cmp);
+    if (s->n > 1)
+        qsort(order, s->n, sizeof *order, order_cmp);
     order_ctx = NULL;
 }

@@ -76,7 +76,8 @@ int main(int argc, char **argv)
             }
         }
         closedir(dp);
-        qsort(names, nn, sizeof *names, cmp);
+        if (nn > 1)
+            qsort(names, nn, sizeof *names, cmp);
         for (size_t k = 0; k < nn; k++) {
             char logp[4352], metap[4352];
             snprintf(logp, sizeof logp, "%s/%s", dir, names[k]);
