@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gz.h"
+#include "input_readahead.h"
 
 #define INPUT_BUF (256u * 1024u)  /* libarchive feed buffer, like the gzip input buffer */
 #define SNIFF_LEN 512             /* one tar header: the longest signature we check */
@@ -67,6 +68,7 @@ typedef struct {
     input_source_fn fn;
     void *ud;
     oomscan_diag *diag;
+    int regular;              /* the input is a regular file: read-ahead can never block on it */
     oomscan_status nested_st; /* first error inside a nested archive, returned at the end */
     char nested_msg[OOMSCAN_DIAG_MSG];
 } input_ctx;
@@ -239,17 +241,31 @@ static ssize_t gz_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap
     return n;
 }
 
+static ssize_t ra_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
+{
+    return input_ra_read(ud, buf, cap, err, errcap);
+}
+
 static oomscan_status open_gzip(input_ctx *c, input_stream *s, const char *outer, const char *member,
                                 const char *comp, int layers, int adepth)
 {
     gz_src z = {gz_new(gz_lower_read, s), s};
     if (!z.g)
         return diag_set(c->diag, OOMSCAN_ERR_NOMEM, c->path, "out of memory");
+    /* The outermost gzip of a regular file may inflate in its own thread. Not a pipe: stopping early
+     * would have to wait for a read() that may never return. */
+    input_ra *ra = NULL;
+    if (layers == 0 && c->regular && input_readahead_enabled())
+        ra = input_ra_start(gz_pull, &z);
     input_stream inner;
-    stream_init(&inner, gz_pull, &z);
+    if (ra)
+        stream_init(&inner, ra_pull, ra);
+    else
+        stream_init(&inner, gz_pull, &z);
     char chain[KIND_LEN];
     join(chain, sizeof chain, "gzip", "+", comp);
     oomscan_status st = layer(c, &inner, outer, member, chain, layers + 1, adepth);
+    input_ra_stop(ra); /* before gz_free: the thread may still be inside gz_read */
     gz_free(z.g);
     return st;
 }
@@ -287,16 +303,32 @@ static ssize_t member_pull(void *ud, void *buf, size_t cap, char *err, size_t er
 
 /* An archive error: at the top it ends the input; inside an archive member it is remembered and the
  * outer archive goes on (its other members are intact). */
-static oomscan_status archive_fail(input_ctx *c, const char *member, struct archive *a,
-                                   const ar_feed *feed, oomscan_status st, const char *fallback)
+static const char *fail_reason(struct archive *a, const ar_feed *feed, const char *fallback)
 {
     /* When the bytes under the archive failed (a truncated .tar.gz), that is the cause; libarchive
      * would only say "Truncated input file". */
     const char *why = feed ? input_stream_error(feed->lower) : NULL;
     if (!why && a)
         why = archive_error_string(a);
-    if (!why)
-        why = fallback;
+    return why ? why : fallback;
+}
+
+/* A compressed file that cannot even be opened is still a source, like a damaged gzip: deliver it
+ * as a stream that fails at once with the reason. */
+static oomscan_status deliver_failed(input_ctx *c, const char *outer, const char *member, const char *own,
+                                     const char *why)
+{
+    input_stream bad;
+    stream_init(&bad, NULL, NULL);
+    bad.failed = 1;
+    snprintf(bad.err, sizeof bad.err, "%s", why);
+    return deliver(c, &bad, outer, member, own);
+}
+
+static oomscan_status archive_fail(input_ctx *c, const char *member, struct archive *a,
+                                   const ar_feed *feed, oomscan_status st, const char *fallback)
+{
+    const char *why = fail_reason(a, feed, fallback);
     if (!member)
         return diag_set(c->diag, st, c->path, "%s", why);
     if (c->nested_st == OOMSCAN_OK) {
@@ -337,20 +369,13 @@ static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const 
 
     oomscan_status st = OOMSCAN_OK;
     if (archive_read_open(a, &feed, NULL, feed_read, NULL) != ARCHIVE_OK) {
-        if (single && member) {
-            /* A damaged compressed member is still a member: deliver it as a failing stream. */
-            input_stream bad;
-            stream_init(&bad, NULL, NULL);
-            bad.failed = 1;
-            const char *why = archive_error_string(a);
-            snprintf(bad.err, sizeof bad.err, "%s", why ? why : "unrecognized data");
-            st = deliver(c, &bad, outer, member, chain);
-        } else {
+        if (single)
+            st = deliver_failed(c, outer, member, chain, fail_reason(a, &feed, "unrecognized data"));
+        else
             st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "unrecognized archive");
-        }
         goto end;
     }
-    int retries = 0;
+    int retries = 0, entries = 0;
     for (;;) {
         struct archive_entry *e;
         int r = archive_read_next_header(a, &e);
@@ -365,18 +390,29 @@ static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const 
             continue;
         }
         if (r < ARCHIVE_WARN) {
-            st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "damaged archive");
+            if (single && !entries)
+                st = deliver_failed(c, outer, member, chain, fail_reason(a, &feed, "damaged data"));
+            else
+                st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "damaged archive");
             break;
         }
         retries = 0;
+        entries++;
         int fmt = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
         if (fmt == ARCHIVE_FORMAT_EMPTY)
             break;
         input_stream ms;
         stream_init(&ms, member_pull, a);
         if (fmt == ARCHIVE_FORMAT_RAW) {
-            /* Not an archive: the one entry is the decompressed file itself, named like its parent. */
+            /* Not an archive: the one entry is the decompressed file itself, named like its parent.
+             * At the top of a regular file its decompression may run in its own thread. */
+            input_ra *ra = NULL;
+            if (layers == 0 && c->regular && input_readahead_enabled())
+                ra = input_ra_start(member_pull, a);
+            if (ra)
+                stream_init(&ms, ra_pull, ra);
             st = layer(c, &ms, outer, member, chain, layers + 1, adepth);
+            input_ra_stop(ra);
             break;
         }
         if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e))
@@ -446,13 +482,17 @@ oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void 
     if (fd < 0 || !fn)
         return diag_set(diag, OOMSCAN_ERR_USAGE, shown, "no input");
     struct stat sb;
+    int regular = 0;
     if (fstat(fd, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
             return diag_set(diag, OOMSCAN_ERR_USAGE, shown, "cannot open: %s", strerror(EISDIR));
-        if (S_ISREG(sb.st_mode))
+        if (S_ISREG(sb.st_mode)) {
+            regular = 1;
             (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* bigger kernel read-ahead */
+        }
     }
-    input_ctx c = {shown, fn, ud, diag, OOMSCAN_OK, ""};
+    input_ctx c = {shown, fn, ud, diag, 0, OOMSCAN_OK, ""};
+    c.regular = regular;
     input_stream s;
     stream_init(&s, fd_pull, &fd);
     oomscan_status st = layer(&c, &s, NULL, NULL, "", 0, 0);

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "input.h"
+#include "input_readahead.h"
 
 /* ---- fixtures and helpers --------------------------------------------------------------------- */
 
@@ -27,6 +28,12 @@ static void setup(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/check_input.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void setup_readahead(void)
+{
+    setup();
+    input_set_readahead(1);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -53,13 +60,16 @@ static const char *tpath(const char *name)
 
 typedef struct {
     unsigned char *p;
-    size_t n;
+    size_t n, cap;
 } blob;
 
 static void blob_add(blob *b, const void *data, size_t n)
 {
-    b->p = realloc(b->p, b->n + n + 1);
-    ck_assert_ptr_nonnull(b->p);
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        ck_assert_ptr_nonnull(b->p);
+    }
     memcpy(b->p + b->n, data, n);
     b->n += n;
     b->p[b->n] = 0;
@@ -104,7 +114,7 @@ static blob make_log(size_t n, unsigned seed)
     return b;
 }
 
-/* gzip one member in memory, optionally with an FNAME field in the header. */
+/* gzip one member in memory, optionally with all the optional header fields. */
 static blob gzip_mem(const void *data, size_t n, const char *fname)
 {
     z_stream zs;
@@ -112,7 +122,12 @@ static blob gzip_mem(const void *data, size_t n, const char *fname)
     ck_assert_int_eq(deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
     gz_header h;
     memset(&h, 0, sizeof h);
-    if (fname) {
+    if (fname) { /* every optional header field: FEXTRA, FNAME, FCOMMENT, FHCRC */
+        static Bytef extra[] = "AB\x04\x00" "data";
+        h.extra = extra;
+        h.extra_len = 8;
+        h.comment = (Bytef *)"rotated by logrotate";
+        h.hcrc = 1;
         h.name = (Bytef *)fname;
         ck_assert_int_eq(deflateSetHeader(&zs, &h), Z_OK);
     }
@@ -125,6 +140,7 @@ static blob gzip_mem(const void *data, size_t n, const char *fname)
     zs.avail_out = (uInt)cap;
     ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
     out.n = cap - zs.avail_out;
+    out.cap = cap + 1;
     deflateEnd(&zs);
     return out;
 }
@@ -648,6 +664,43 @@ START_TEST(test_input_nesting_depth_limit)
 }
 END_TEST
 
+/* Damaged things inside a tar: a bad .xz member is a failing source, a bad zip member is reported at
+ * the end, and the members after them still come. A bad top-level .xz is a failing source too. */
+START_TEST(test_input_damaged_nested_members)
+{
+    static const char badxz[] = "\xfd\x37\x7a\x58\x5a\x00 this is not xz data at all........";
+    static const char badzip[] = "PK\x03\x04 then nothing sensible";
+    entry ents[] = {
+        {"bad.xz", badxz, sizeof badxz - 1, 'f'},
+        {"bad.zip", badzip, sizeof badzip - 1, 'f'},
+        {"good.log", LOG_A, strlen(LOG_A), 'f'},
+    };
+    write_archive(tpath("t.tar"), FMT_USTAR, FLT_NONE, ents, 3);
+    collect c = {0};
+    oomscan_diag d;
+    ck_assert_int_eq(scan(tpath("t.tar"), &c, &d), OOMSCAN_ERR_FORMAT);
+    ck_assert_msg(strncmp(d.msg, "bad.zip: ", 9) == 0, "%s", d.msg);
+    ck_assert_str_eq(d.where, tpath("t.tar"));
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_str_eq(c.r[0].member, "bad.xz");
+    ck_assert_str_eq(c.r[0].container, "tar/xz");
+    ck_assert(c.r[0].failed);
+    ck_assert(c.r[0].err[0] != 0);
+    ck_assert_str_eq(c.r[1].member, "good.log");
+    assert_bytes(&c.r[1], LOG_A, strlen(LOG_A));
+    collect_free(&c);
+
+    write_file(tpath("bad.xz"), badxz, sizeof badxz - 1);
+    collect c2 = {0};
+    ck_assert_int_eq(scan(tpath("bad.xz"), &c2, &d), OOMSCAN_OK);
+    ck_assert_uint_eq(c2.n, 1);
+    ck_assert_str_eq(c2.r[0].container, "xz");
+    ck_assert(c2.r[0].failed);
+    ck_assert(c2.r[0].again_failed);
+    collect_free(&c2);
+}
+END_TEST
+
 /* ---- damaged archives ------------------------------------------------------------------------- */
 
 static size_t find_bytes(const blob *b, size_t from, const void *needle, size_t n)
@@ -871,6 +924,21 @@ START_TEST(test_input_callback_stops_and_partial_reads)
 }
 END_TEST
 
+static void teardown_readahead(void)
+{
+    input_set_readahead(0);
+    teardown();
+}
+
+START_TEST(test_input_readahead_switch)
+{
+    ck_assert_int_eq(input_readahead_enabled(), 1);
+    input_set_readahead(0);
+    ck_assert_int_eq(input_readahead_enabled(), 0);
+    input_set_readahead(1);
+}
+END_TEST
+
 static Suite *input_suite(void)
 {
     Suite *s = suite_create("input");
@@ -890,6 +958,7 @@ static Suite *input_suite(void)
     tcase_add_test(tc, test_input_empty_zip_has_no_sources);
     tcase_add_test(tc, test_input_nested_members_are_decoded);
     tcase_add_test(tc, test_input_nesting_depth_limit);
+    tcase_add_test(tc, test_input_damaged_nested_members);
     tcase_add_test(tc, test_input_corrupt_zip_keeps_earlier_members);
     tcase_add_test(tc, test_input_zip_damaged_member_then_next);
     tcase_add_test(tc, test_input_truncated_tar_gz);
@@ -898,6 +967,21 @@ static Suite *input_suite(void)
     tcase_add_test(tc, test_input_open_fd_keeps_fd_open);
     tcase_add_test(tc, test_input_callback_stops_and_partial_reads);
     suite_add_tcase(s, tc);
+
+    /* The same behaviour with decompression in a read-ahead thread. */
+    TCase *ra = tcase_create("input_readahead");
+    tcase_add_checked_fixture(ra, setup_readahead, teardown_readahead);
+    tcase_set_timeout(ra, 120);
+    tcase_add_test(ra, test_input_readahead_switch);
+    tcase_add_test(ra, test_input_gzip_large_odd_reads);
+    tcase_add_test(ra, test_input_gzip_concatenated_members_and_padding);
+    tcase_add_test(ra, test_input_gzip_truncated_delivers_prefix_then_error);
+    tcase_add_test(ra, test_input_gzip_corrupt_reports_decoder_message);
+    tcase_add_test(ra, test_input_single_compressed_zstd_xz_bzip2);
+    tcase_add_test(ra, test_input_archives_members_in_order);
+    tcase_add_test(ra, test_input_truncated_tar_gz);
+    tcase_add_test(ra, test_input_callback_stops_and_partial_reads);
+    suite_add_tcase(s, ra);
     return s;
 }
 
