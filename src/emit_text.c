@@ -201,16 +201,10 @@ oomscan_status session_write_text(const struct oomscan_scan *s, int color, int v
             }
         }
     }
-    if (verbose || st->n > 0) {
-        int header = 0;
+    if (verbose && st->n > 0) {
+        w(&o, "\nAll findings:\n");
         for (size_t i = 0; i < st->n; i++) {
             const finding *f = &st->f[order[i]];
-            if (f->is_root && !verbose)
-                continue;
-            if (!verbose)
-                continue;
-            if (!header++)
-                w(&o, "\nAll findings:\n");
             char loc[1200], nums[1024];
             where(f, loc, sizeof loc);
             numbers(f, nums, sizeof nums);

@@ -84,8 +84,6 @@ static void print_problem(void *ud, const oomscan_check_problem *p)
     fprintf(stderr, "%s: %s: %s\n", p->file, p->id, p->message);
 }
 
-static int write_stdout(void *ud, const char *data, size_t len) { return write_file(ud ? ud : stdout, data, len); }
-
 /* ---- main -------------------------------------------------------------------------------- */
 
 enum { OPT_COLOR = 256, OPT_PATTERNS, OPT_CHECK, OPT_LIST, OPT_EXPLAIN };
@@ -209,7 +207,7 @@ int main(int argc, char **argv)
         if (strcmp(explain, "list") == 0) {
             for (size_t i = 0; i < oomscan_db_checklist_count(db); i++)
                 printf("%s\n", oomscan_db_checklist_id(db, i));
-        } else if (oomscan_explain(db, explain, write_stdout, stdout, &diag) != OOMSCAN_OK) {
+        } else if (oomscan_explain(db, explain, write_file, stdout, &diag) != OOMSCAN_OK) {
             if (errno != EPIPE) /* a closed pipe is the reader's choice */
                 fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);
             rc = EXIT_TROUBLE;

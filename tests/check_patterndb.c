@@ -9,6 +9,7 @@
 #include "oomscan.h"
 #include "patterndb.h"
 #include "testdb.h"
+#include "check_main.h"
 
 static oomscan_status load(pdb *db, const char *json, oomscan_diag *d)
 {
@@ -137,9 +138,5 @@ int main(void)
     tcase_add_test(tc, test_patterndb_check_fails_pattern_without_samples);
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }

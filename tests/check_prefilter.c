@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "prefilter.h"
+#include "check_main.h"
 
 typedef struct {
     size_t lit[64], pos[64], n;
@@ -110,9 +111,5 @@ int main(void)
     tcase_add_test(tc, test_prefilter_respects_region_and_avail);
     tcase_add_test(tc, test_prefilter_rejects_short_literal);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }

@@ -7,6 +7,7 @@
 #include "scan.h"
 #include "story.h"
 #include "testdb.h"
+#include "check_main.h"
 
 typedef struct {
     const char *data;
@@ -244,9 +245,5 @@ int main(void)
     tcase_add_test(tc, test_scan_count_lines_matches_scalar);
     tcase_add_test(tc, test_scan_source_names);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "timefmt.h"
+#include "check_main.h"
 
 static const struct {
     const char *in, *out;
@@ -51,9 +52,5 @@ int main(void)
     tcase_add_test(tc, test_timefmt_normalises_formats);
     tcase_add_test(tc, test_timefmt_orders_and_rejects);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }

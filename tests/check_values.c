@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "values.h"
+#include "check_main.h"
 
 static const struct {
     const char *text, *unit;
@@ -76,9 +77,5 @@ int main(void)
     tcase_add_test(tc, test_values_convert_by_name);
     tcase_add_test(tc, test_values_human_bytes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }
