@@ -133,9 +133,17 @@ static void cuda_oom(const finding *f, cJSON *arr)
         /* the caching allocator could have served the request from reserved blocks if they were
          * contiguous: only then is fragmentation the cause */
         int frag = ru >= req;
-        const char *setting = cJSON_GetObjectItemCaseSensitive(m, "reserved_unallocated_bytes")
-                                  ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-                                  : "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128";
+        /* spell the allocator setting as the PyTorch that printed the message does: its own hint says
+         * expandable_segments (2.2+) or max_split_size_mb (older) */
+        int expandable = cJSON_GetObjectItemCaseSensitive(m, "reserved_unallocated_bytes") != NULL;
+        for (size_t k = 0; k < f->n_evidence; k++) {
+            if (strstr(f->evidence[k], "expandable_segments"))
+                expandable = 1;
+            else if (strstr(f->evidence[k], "max_split_size_mb"))
+                expandable = 0;
+        }
+        const char *setting = expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+                                         : "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128";
         if (frag)
             snprintf(what, sizeof what, "%s is reserved but unallocated, more than the %s requested: fragmentation "
                      "is likely the cause; set %s", a, b, setting);
@@ -145,27 +153,45 @@ static void cuda_oom(const finding *f, cJSON *arr)
         snprintf(ar, sizeof ar, "reserved-but-unallocated %s %s requested %s", a, frag ? ">=" : "<", b);
         add(arr, what, ar);
     }
+    /* PyTorch 2.1-2.3 list every process on the GPU as "Process N has X memory in use", the failing
+     * one included; later versions print the failing one apart ("this process has ...") and list only
+     * the others. So without that clause, exactly one listed entry is the failing process: the one
+     * closest to PyTorch's own share (allocated + reserved-but-unallocated), or the only one. */
     const cJSON *others = cJSON_GetObjectItemCaseSensitive(m, "other_processes");
-    double self = 0;
-    int has_self = num(m, "process_in_use_bytes", &self);
+    double self_est = 0;
+    int self_listed = !cJSON_GetObjectItemCaseSensitive(m, "process_in_use_bytes");
+    if (num(m, "allocated_bytes", &alloc))
+        self_est = alloc + (has_ru ? ru : 0);
     if (cJSON_IsArray(others) && cJSON_GetArraySize(others) > 0) {
-        double sum = 0;
-        int n = 0;
+        int self_at = -1, i = 0;
+        double best = 0;
         const cJSON *o;
         cJSON_ArrayForEach(o, others)
         {
             double v;
-            if (num(o, "in_use_bytes", &v)) {
+            if (self_listed && num(o, "in_use_bytes", &v) && (self_at < 0 || fabs(v - self_est) < best)) {
+                self_at = i;
+                best = fabs(v - self_est);
+            }
+            i++;
+        }
+        double sum = 0;
+        int n = 0;
+        i = 0;
+        cJSON_ArrayForEach(o, others)
+        {
+            double v;
+            if (i++ != self_at && num(o, "in_use_bytes", &v)) {
                 sum += v;
                 n++;
             }
         }
-        if (n > 0 && (!has_self || sum > 0)) {
+        if (n > 0 && sum > 0) {
             values_human_bytes(sum, a, sizeof a);
-            snprintf(what, sizeof what, "%d process(es) hold %s on this GPU besides the one that failed: a "
-                     "co-located inference engine keeps its pool; lower its memory fraction or make it release "
-                     "memory (sleep/offload) during training", n, a);
-            snprintf(ar, sizeof ar, "sum of other processes' in-use memory = %s", a);
+            snprintf(what, sizeof what, "%d other process(es) hold %s on this GPU: a co-located inference engine "
+                     "keeps its pool; lower its memory fraction or make it release memory (sleep/offload) during "
+                     "training", n, a);
+            snprintf(ar, sizeof ar, "in-use memory of the processes listed, less the failing one = %s", a);
             add(arr, what, ar);
         }
     }
@@ -196,25 +222,32 @@ static void kv_cache(const finding *f, cJSON *arr)
 static void host_oom(const finding *f, cJSON *arr)
 {
     double rss = 0, lim = 0, used = 0, tot = 0, thr = 0;
-    char a[64], b[64], what[400], ar[300];
-    if (num(f->memory, "rss_bytes", &rss) && num(f->memory, "limit_bytes", &lim) && lim > 0) {
+    char a[64], b[64], c[64], what[512], ar[300];
+    const cJSON *m = f->memory;
+    /* Ray's memory monitor states the node's use against its total (stored as limit_bytes, the
+     * amount the monitor guards) and the threshold; the worker's own memory comes apart. */
+    if (num(m, "used_bytes", &used) && (num(m, "total_bytes", &tot) || num(m, "limit_bytes", &tot)) && tot > 0) {
+        values_human_bytes(used, a, sizeof a);
+        values_human_bytes(tot, b, sizeof b);
+        int n = num(m, "threshold_fraction", &thr)
+                    ? snprintf(what, sizeof what, "the node used %s of %s (%.1f%%), above Ray's kill threshold of "
+                               "%.0f%%: reduce host memory (CPU offload, data loader workers) or raise "
+                               "RAY_memory_usage_threshold only if the node really has headroom",
+                               a, b, 100.0 * used / tot, 100.0 * thr)
+                    : snprintf(what, sizeof what, "the node used %s of %s (%.1f%%)", a, b, 100.0 * used / tot);
+        if (n > 0 && (size_t)n < sizeof what && num(m, "rss_bytes", &rss)) {
+            values_human_bytes(rss, c, sizeof c);
+            snprintf(what + n, sizeof what - (size_t)n, "; the worker it killed held %s", c);
+        }
+        snprintf(ar, sizeof ar, "%s / %s = %.1f%%", a, b, 100.0 * used / tot);
+        add(arr, what, ar);
+    } else if (num(m, "rss_bytes", &rss) && num(m, "limit_bytes", &lim) && lim > 0) {
         values_human_bytes(rss, a, sizeof a);
         values_human_bytes(lim, b, sizeof b);
         snprintf(what, sizeof what, "the process held %s against a limit of %s", a, b);
         snprintf(ar, sizeof ar, "%s / %s = %.0f%%", a, b, 100.0 * rss / lim);
         add(arr, what, ar);
-    } else if (num(f->memory, "used_bytes", &used) && num(f->memory, "total_bytes", &tot) && tot > 0) {
-        values_human_bytes(used, a, sizeof a);
-        values_human_bytes(tot, b, sizeof b);
-        if (num(f->memory, "threshold_fraction", &thr))
-            snprintf(what, sizeof what, "the node used %s of %s (%.0f%%), above Ray's kill threshold of %.0f%%: "
-                     "reduce host memory (CPU offload, data loader workers) or raise RAY_memory_usage_threshold "
-                     "only if the node really has headroom", a, b, 100.0 * used / tot, 100.0 * thr);
-        else
-            snprintf(what, sizeof what, "the node used %s of %s", a, b);
-        snprintf(ar, sizeof ar, "%s / %s = %.1f%%", a, b, 100.0 * used / tot);
-        add(arr, what, ar);
-    } else if (num(f->memory, "rss_bytes", &rss)) {
+    } else if (num(m, "rss_bytes", &rss)) {
         values_human_bytes(rss, a, sizeof a);
         snprintf(what, sizeof what, "the killed process held %s of resident memory: compare it with the Slurm "
                  "--mem request or the container limit", a);

@@ -1,0 +1,132 @@
+/* check_remedy.c - the diagnosis arithmetic on real messages, read through the shipped database as a
+ * user's log would be: shortfall, fragmentation and the setting spelled as the message's PyTorch
+ * spells it, the failing process told apart from the others, Ray's node memory against its threshold. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "phase.h"
+#include "remedy.h"
+#include "remedy_lines.h"
+#include "scan.h"
+#include "story.h"
+#include "check_main.h"
+
+typedef struct {
+    const char *data;
+    size_t len, pos;
+} membuf;
+
+static ssize_t mem_read(void *ud, void *buf, size_t cap)
+{
+    membuf *m = ud;
+    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+    memcpy(buf, m->data + m->pos, n);
+    m->pos += n;
+    return (ssize_t)n;
+}
+
+/* All conclusions of the first finding of `line`, joined with " | ". Caller frees. */
+static char *diagnose(const char *line)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    scanner *sc = scanner_new(db);
+    phase_state *ps = phase_new(db);
+    story *st = story_new();
+    membuf m = {line, strlen(line), 0};
+    scan_source src = {.path = "t.log"};
+    scan_result res;
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, st, &res, NULL, NULL), OOMSCAN_OK);
+    story_finish(st, "");
+    ck_assert_uint_ge(st->n, 1);
+    cJSON *dj = remedy_diagnosis_json(&st->f[0]);
+    char *out = calloc(1, 4096);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(dj, "conclusions"))
+    {
+        strncat(out, cJSON_GetObjectItemCaseSensitive(c, "what")->valuestring, 4000 - strlen(out));
+        strncat(out, " = ", 4000 - strlen(out));
+        strncat(out, cJSON_GetObjectItemCaseSensitive(c, "arithmetic")->valuestring, 4000 - strlen(out));
+        strncat(out, " | ", 4000 - strlen(out));
+    }
+    cJSON_Delete(dj);
+    story_free(st);
+    phase_free(ps);
+    scanner_free(sc);
+    pdb_free(db);
+    return out;
+}
+
+#define HAS(text, needle) ck_assert_msg(strstr((text), (needle)) != NULL, "missing \"%s\" in: %s", (needle), (text))
+#define LACKS(text, needle) ck_assert_msg(strstr((text), (needle)) == NULL, "unexpected \"%s\" in: %s", (needle), (text))
+
+START_TEST(test_remedy_shortfall_and_no_fragmentation)
+{
+    /* 13.91 GiB requested, 8.85 GiB free: 5.06 GiB short; 6.77 GiB unallocated < request */
+    char *t = diagnose(LINE_VERL);
+    HAS(t, "needs at least 5.06 GiB more on GPU 0");
+    HAS(t, "requested 13.9 GiB - free 8.85 GiB = 5.06 GiB");
+    HAS(t, "fragmentation is not the cause");
+    /* PyTorch 2.1-2.3 list the failing process itself as "Process N has": not another process */
+    LACKS(t, "on this GPU");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_remedy_fragmentation_spelled_as_old_pytorch)
+{
+    /* 2.30 GiB unallocated >= 1.70 GiB requested; this PyTorch's hint names max_split_size_mb */
+    char *t = diagnose(LINE_MGFN);
+    HAS(t, "fragmentation is likely the cause");
+    HAS(t, "max_split_size_mb");
+    LACKS(t, "expandable_segments");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_remedy_fragmentation_spelled_as_new_pytorch)
+{
+    /* 2.57 GiB unallocated >= 388 MiB requested; this PyTorch's hint names expandable_segments */
+    char *t = diagnose(LINE_TRL);
+    HAS(t, "fragmentation is likely the cause");
+    HAS(t, "expandable_segments:True");
+    HAS(t, "requested 388 MiB - free 95.8 MiB = 292 MiB");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_remedy_lone_listed_process_is_the_failing_one)
+{
+    /* Process 428408 holds 73.15 GiB, PyTorch's share is 70.4 GiB: it is the failing process */
+    char *t = diagnose(LINE_SGLANG);
+    HAS(t, "needs at least 113 MiB more");
+    LACKS(t, "on this GPU");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_remedy_ray_node_memory_against_threshold)
+{
+    char *t = diagnose(LINE_RAY);
+    HAS(t, "the node used 246 GiB of 252 GiB (98.0%), above Ray's kill threshold of 95%");
+    HAS(t, "the worker it killed held 56.6 GiB");
+    LACKS(t, "against a limit");
+    free(t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("remedy");
+    TCase *tc = tcase_create("diagnosis");
+    tcase_add_test(tc, test_remedy_shortfall_and_no_fragmentation);
+    tcase_add_test(tc, test_remedy_fragmentation_spelled_as_old_pytorch);
+    tcase_add_test(tc, test_remedy_fragmentation_spelled_as_new_pytorch);
+    tcase_add_test(tc, test_remedy_lone_listed_process_is_the_failing_one);
+    tcase_add_test(tc, test_remedy_ray_node_memory_against_threshold);
+    suite_add_tcase(s, tc);
+    return check_run(s);
+}
