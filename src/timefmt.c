@@ -86,12 +86,18 @@ int timefmt_parse(const char *src, size_t n, timefmt *t)
         finish(t);
         return 0;
     }
-    /* glog: I0501 12:00:00.123456 (the severity letter may already be gone) */
+    /* glog: I0501 12:00:00.123456 (the severity letter may already be gone). PyTorch's c10 logger
+     * writes the month without its leading zero ([E321 02:07:08.408271257 ...] is March 21), so three
+     * digits are M DD and four are MM DD. */
     const char *g = s;
     if (strchr("IWEF", g[0]) && isdigit((unsigned char)g[1]))
         g++;
-    if (isdigit((unsigned char)g[0]) && sscanf(g, "%2d%2d %n", &mo, &d, &k) == 2 && k >= 5 && g[4] == ' ' &&
-        mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && parse_clock(g + k, t)) {
+    int md_digits = 0;
+    while (md_digits < 5 && isdigit((unsigned char)g[md_digits]))
+        md_digits++;
+    if ((md_digits == 3 || md_digits == 4) && g[md_digits] == ' ' &&
+        sscanf(g, md_digits == 3 ? "%1d%2d %n" : "%2d%2d %n", &mo, &d, &k) == 2 && mo >= 1 && mo <= 12 &&
+        d >= 1 && d <= 31 && parse_clock(g + k, t)) {
         t->has_md = 1;
         t->month = mo;
         t->day = d;
@@ -156,6 +162,33 @@ int timefmt_parse(const char *src, size_t n, timefmt *t)
         return 0;
     }
     return -1;
+}
+
+int timefmt_cmp(const timefmt *a, const timefmt *b) { return timefmt_cmp_slack(a, b, 0.0); }
+
+int timefmt_cmp_slack(const timefmt *a, const timefmt *b, double slack)
+{
+    if (a->uptime_only || b->uptime_only) {
+        if (!(a->uptime_only && b->uptime_only))
+            return TIMEFMT_INCOMPARABLE;
+        return (a->key > b->key + slack) - (a->key + slack < b->key);
+    }
+    int ad = a->has_date || a->has_md, bd = b->has_date || b->has_md;
+    if (ad != bd)
+        return TIMEFMT_INCOMPARABLE; /* a bare clock has no day */
+    double ka = a->key, kb = b->key;
+    if (ad && a->has_date != b->has_date) {
+        /* One stamp lacks the year (glog, syslog): it is taken to be the other stamp's year. */
+        int y = a->has_date ? a->year : b->year;
+        const timefmt *nd = a->has_date ? b : a;
+        double k = (double)days_from_civil(y, nd->month, nd->day) * 86400.0 + nd->hour * 3600.0 + nd->min * 60.0 +
+                   nd->sec;
+        if (a->has_date)
+            kb = k;
+        else
+            ka = k;
+    }
+    return (ka > kb + slack) - (ka + slack < kb);
 }
 
 void timefmt_format(const timefmt *t, char *buf, size_t cap)

@@ -21,6 +21,17 @@ typedef struct {
  * Slurm "2024-05-01T12:00:00.123"; surrounding brackets are ignored). Returns 0 on success. */
 int timefmt_parse(const char *s, size_t n, timefmt *out);
 
+#define TIMEFMT_INCOMPARABLE 2
+
+/* Order two stamps: -1, 0 or 1, or TIMEFMT_INCOMPARABLE when they cannot be ordered (uptime against
+ * wall clock, a bare clock against a dated stamp). A stamp without a year (glog, syslog) takes the year
+ * of a dated stamp it is compared with, and two yearless stamps are compared within one year. Uptimes
+ * compare with uptimes only; whether both come from the same boot is the caller's business. */
+int timefmt_cmp(const timefmt *a, const timefmt *b);
+
+/* As timefmt_cmp, but stamps less than `slack` seconds apart compare equal (0). */
+int timefmt_cmp_slack(const timefmt *a, const timefmt *b, double slack);
+
 /* Normalised text: "2024-05-01T12:00:00.123" (date known), "05-01T12:00:00" (no year),
  * "uptime+12345.678s" (dmesg). */
 void timefmt_format(const timefmt *t, char *buf, size_t cap);
