@@ -3,6 +3,7 @@ set(OOMSCAN_DATA_FILES
   context/frameworks.json
   context/phases.json
   context/prefixes.json
+  context/xid.json
   failures/dataloader.json
   failures/kernel.json
   failures/nccl.json

@@ -128,6 +128,46 @@ START_TEST(test_patterndb_embedded_database_is_healthy)
 }
 END_TEST
 
+START_TEST(test_patterndb_xid_catalog_loads_checks_and_replaces)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    static const char *const bad[] = {
+        "{\"format\":\"oomscan-xid/1\",\"codes\":{}}",
+        "{\"format\":\"oomscan-xid/1\",\"codes\":[{\"xid\":79,\"meaning\":\"x\",\"cause\":\"cosmic rays\"}]}",
+        "{\"format\":\"oomscan-xid/1\",\"codes\":[{\"xid\":\"79\",\"meaning\":\"x\",\"cause\":\"hardware\"}]}",
+        "{\"format\":\"oomscan-xid/1\",\"codes\":[{\"xid\":79,\"cause\":\"hardware\"}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&d, 0, sizeof d);
+        ck_assert_msg(load(db, bad[i], &d) == OOMSCAN_ERR_FORMAT, "accepted: %s", bad[i]);
+        ck_assert_str_eq(d.where, "user.json");
+    }
+    ck_assert_int_eq(load(db, "{\"format\":\"oomscan-xid/1\",\"codes\":[{\"xid\":79,\"meaning\":\"gone\",\"cause\":\"hardware\"},"
+                              "{\"xid\":13,\"meaning\":\"fault\",\"cause\":\"application\"}]}", &d), OOMSCAN_OK);
+    /* a later file corrects an entry instead of adding a second one */
+    ck_assert_int_eq(load(db, "{\"format\":\"oomscan-xid/1\",\"codes\":[{\"xid\":79,\"meaning\":\"off the bus\",\"cause\":\"hardware\"}]}", &d),
+                     OOMSCAN_OK);
+    ck_assert_uint_eq(db->n_xids, 2);
+    const pdb_xid *x = pdb_xid_lookup(db, 79);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_str_eq(x->meaning, "off the bus");
+    ck_assert_str_eq(pdb_xid_lookup(db, 13)->cause, "application");
+    ck_assert_ptr_null(pdb_xid_lookup(db, 9999));
+    pdb_free(db);
+
+    /* the shipped catalog knows the codes the gpu_hardware patterns capture */
+    db = pdb_new();
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    static const long hw[] = {48, 63, 64, 74, 79, 92, 94, 95, 149, 154};
+    for (size_t i = 0; i < sizeof hw / sizeof *hw; i++)
+        ck_assert_msg(pdb_xid_lookup(db, hw[i]) != NULL, "Xid %ld missing from patterns/context/xid.json", hw[i]);
+    ck_assert_str_eq(pdb_xid_lookup(db, 79)->cause, "hardware");
+    ck_assert_str_eq(pdb_xid_lookup(db, 31)->cause, "application");
+    pdb_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("patterndb");
@@ -137,6 +177,7 @@ int main(void)
     tcase_add_test(tc, test_patterndb_same_id_replaces);
     tcase_add_test(tc, test_patterndb_check_fails_pattern_without_samples);
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
+    tcase_add_test(tc, test_patterndb_xid_catalog_loads_checks_and_replaces);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -61,6 +61,23 @@ static const finding *find_class(const story *st, tax_class c)
     return NULL;
 }
 
+START_TEST(test_scan_wrapped_inside_a_word_keeps_the_joined_values)
+{
+    /* A terminal cut "OpType" in two (huggingface/open-r1#620). The space-less join explains more than
+     * the spaced one; the values must come from the join that won, not from the last one tried. */
+    const char *text = "[rank2]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpTy\n"
+                       "pe=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800010 milliseconds\n"
+                       "next line\n";
+    run_out o = run(text, strlen(text), 0);
+    const finding *f = find_class(o.st, CLS_NCCL_TIMEOUT);
+    ck_assert_ptr_nonnull(f);
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(f->memory, "op");
+    ck_assert_msg(cJSON_IsString(op) && strcmp(op->valuestring, "BROADCAST") == 0, "op not taken from the join");
+    ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f->memory, "seq")), 4);
+    done(&o);
+}
+END_TEST
+
 START_TEST(test_scan_terminators_positions_exact)
 {
     /* \n, \r\n and a bare \r all end lines; the failure is on line 5 at byte 26 */
@@ -244,6 +261,7 @@ int main(void)
     tcase_add_test(tc, test_scan_consequence_without_cause_stays_root);
     tcase_add_test(tc, test_scan_count_lines_matches_scalar);
     tcase_add_test(tc, test_scan_source_names);
+    tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     suite_add_tcase(s, tc);
     return check_run(s);
 }
