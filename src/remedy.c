@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "values.h"
 
 static const char *jstr(const cJSON *o, const char *k)
@@ -22,7 +23,34 @@ static const cJSON *settings_for(const cJSON *step, const char *fw)
     return cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0 ? v : NULL;
 }
 
-static cJSON *step_json(const cJSON *step, const char *fw)
+/* The settings of one framework, each with the job's value when the log printed it. */
+static cJSON *settings_json(const cJSON *list, const config_store *cfg, const char *job)
+{
+    cJSON *arr = cJSON_Duplicate(list, 1);
+    cJSON *set;
+    cJSON_ArrayForEach(set, arr)
+    {
+        const config_entry *e = config_lookup(cfg, jstr(set, "key"), job);
+        if (!e)
+            continue;
+        char proposed[128];
+        config_verdict v = config_propose(jstr(set, "change"), e->value, proposed, sizeof proposed);
+        cJSON_AddStringToObject(set, "current", e->value);
+        if (v == CONFIG_PROPOSED)
+            cJSON_AddStringToObject(set, "proposed", proposed);
+        else if (v == CONFIG_ALREADY)
+            cJSON_AddTrueToObject(set, "already");
+        cJSON *at = cJSON_AddObjectToObject(set, "read_at");
+        if (at) {
+            cJSON_AddStringToObject(at, "path", e->file);
+            cJSON_AddNumberToObject(at, "line", (double)e->line);
+            cJSON_AddStringToObject(at, "key", e->path);
+        }
+    }
+    return arr;
+}
+
+static cJSON *step_json(const cJSON *step, const char *fw, const config_store *cfg, const char *job)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -39,11 +67,13 @@ static cJSON *step_json(const cJSON *step, const char *fw)
     if (!mine)
         mine = settings_for(step, "generic");
     cJSON_AddStringToObject(o, "framework", mine ? used : "generic");
-    cJSON_AddItemToObject(o, "settings", mine ? cJSON_Duplicate(mine, 1) : cJSON_CreateArray());
+    cJSON_AddItemToObject(o, "settings", mine ? settings_json(mine, cfg, job) : cJSON_CreateArray());
     return o;
 }
 
-cJSON *remedy_json(const pdb *db, const finding *f, int fw)
+cJSON *remedy_json(const pdb *db, const finding *f, int fw) { return remedy_json_config(db, f, fw, NULL, ""); }
+
+cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const config_store *cfg, const char *job)
 {
     const pdb_checklist *c = pdb_checklist_for(db, f->cls, f->phase);
     if (!c)
@@ -67,7 +97,7 @@ cJSON *remedy_json(const pdb *db, const finding *f, int fw)
         {
             int has = settings_for(st, fwname) != NULL && fw != FW_UNKNOWN;
             if ((pass == 0) == has)
-                cJSON_AddItemToArray(steps, step_json(st, fwname));
+                cJSON_AddItemToArray(steps, step_json(st, fwname, cfg, job));
         }
     }
     return o;

@@ -12,9 +12,16 @@
 #include "patterndb.h"
 #include "story.h"
 
+struct config_store;
+
 /* {"id", "doc", "title", "steps": [...]} for finding f under framework fw; steps with a setting for fw
  * come first. Null JSON when no checklist applies. */
 cJSON *remedy_json(const pdb *db, const finding *f, int fw);
+
+/* remedy_json, and each setting that `cfg` (may be NULL: the settings the log printed) knows for job
+ * `job` ("" for any) gets "current", "read_at" and, when the step's rule gives one, "proposed" (or
+ * "already": true). */
+cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_store *cfg, const char *job);
 
 /* {"conclusions": [{"what", "arithmetic"}...]} from the finding's numbers, or NULL when nothing can be
  * concluded. */

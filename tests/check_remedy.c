@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "phase.h"
 #include "remedy.h"
 #include "remedy_lines.h"
@@ -118,6 +119,132 @@ START_TEST(test_remedy_ray_node_memory_against_threshold)
 }
 END_TEST
 
+START_TEST(test_remedy_colocated_engine_holds_the_gpu)
+{
+    /* 18.46 GiB held by process 136096 while this process has 3.28 GiB of a 21.95 GiB GPU */
+    char *t = diagnose(LINE_SKYRL_COLOCATED);
+    HAS(t, "1 other process(es) hold 18.5 GiB on this GPU");
+    HAS(t, "lower its memory fraction or make it release memory");
+    HAS(t, "needs at least 57.4 MiB more on GPU 0");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_remedy_request_larger_than_gpu)
+{
+    /* 55.57 GiB requested on a 12 GiB GPU: no fraction or allocator setting can help */
+    char *t = diagnose(LINE_NEUROLENS_TOO_BIG);
+    HAS(t, "one allocation of 55.6 GiB is larger than the whole GPU on GPU 0 (12.0 GiB)");
+    HAS(t, "requested 55.6 GiB > total capacity 12.0 GiB");
+    HAS(t, "tensor/sequence/context parallelism");
+    LACKS(t, "fragmentation");
+    LACKS(t, "needs at least");
+    free(t);
+}
+END_TEST
+
+typedef struct {
+    pdb *db;
+    scanner *sc;
+    phase_state *ps;
+    story *st;
+} scanned;
+
+static scanned scan_text(const char *text)
+{
+    scanned r;
+    oomscan_diag d = {0};
+    r.db = pdb_new();
+    ck_assert_int_eq(pdb_load_embedded(r.db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(r.db, &d), OOMSCAN_OK);
+    r.sc = scanner_new(r.db);
+    r.ps = phase_new(r.db);
+    r.st = story_new();
+    membuf m = {text, strlen(text), 0};
+    scan_source src = {.path = "t.log"};
+    scan_result res;
+    ck_assert_int_eq(scanner_run(r.sc, mem_read, &m, &src, r.ps, r.st, &res, NULL, NULL), OOMSCAN_OK);
+    story_finish(r.st, "");
+    ck_assert_uint_ge(r.st->n, 1);
+    return r;
+}
+
+static void scanned_free(scanned *r)
+{
+    story_free(r->st);
+    phase_free(r->ps);
+    scanner_free(r->sc);
+    pdb_free(r->db);
+}
+
+/* The settings of the first step that has settings for `fw`, and how many steps name `fw`. */
+static int steps_for(const cJSON *rem, const char *fw, const char **first_key)
+{
+    int n = 0;
+    *first_key = NULL;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(rem, "steps"))
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(st, "framework");
+        if (!cJSON_IsString(f) || strcmp(f->valuestring, fw) != 0)
+            continue;
+        if (n++ == 0) {
+            const cJSON *set = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "settings"), 0);
+            *first_key = cJSON_GetObjectItemCaseSensitive(set, "key")->valuestring;
+        }
+    }
+    return n;
+}
+
+START_TEST(test_remedy_steps_in_each_rl_frameworks_settings)
+{
+    /* the real verl log-prob OOM (verl-project/verl#2828), read as each framework's job would be */
+    scanned r = scan_text(LINE_VERL);
+    static const struct {
+        int fw;
+        const char *name, *prefix;
+    } cases[] = {
+        {FW_VERL, "verl", "actor_rollout_ref."},
+        {FW_AREAL, "areal", ""},
+        {FW_RELAX, "relax", "--"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *rem = remedy_json(r.db, &r.st->f[0], cases[i].fw);
+        const char *key;
+        int n = steps_for(rem, cases[i].name, &key);
+        ck_assert_msg(n >= 3, "%s: only %d steps name its settings", cases[i].name, n);
+        /* the framework's steps come first */
+        const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rem, "steps"), 0);
+        HAS(cJSON_GetObjectItemCaseSensitive(first, "framework")->valuestring, cases[i].name);
+        ck_assert_msg(strncmp(key, cases[i].prefix, strlen(cases[i].prefix)) == 0, "%s: first key %s", cases[i].name, key);
+        cJSON_Delete(rem);
+    }
+    scanned_free(&r);
+}
+END_TEST
+
+START_TEST(test_remedy_slurm_memory_request_read_from_the_job_script)
+{
+    scanned r = scan_text(LOG_SLURM_5932);
+    const finding *f = &r.st->f[0];
+    ck_assert_int_eq(f->cls, CLS_HOST_OOM_KILL);
+    cJSON *rem = remedy_json_config(r.db, f, FW_UNKNOWN, r.st->config, f->job_id);
+    char *js = cJSON_PrintUnformatted(rem);
+    HAS(js, "\"key\":\"#SBATCH --mem\",\"change\":\"increase\"");
+    HAS(js, "\"current\":\"64Gb\",\"proposed\":\"96Gb\"");
+    HAS(js, "\"read_at\":{\"path\":\"t.log\",\"line\":8");
+    free(js);
+    cJSON_Delete(rem);
+    /* without the store the same step states only the rule */
+    rem = remedy_json(r.db, f, FW_UNKNOWN);
+    js = cJSON_PrintUnformatted(rem);
+    LACKS(js, "\"current\"");
+    free(js);
+    cJSON_Delete(rem);
+    scanned_free(&r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("remedy");
@@ -127,6 +254,10 @@ int main(void)
     tcase_add_test(tc, test_remedy_fragmentation_spelled_as_new_pytorch);
     tcase_add_test(tc, test_remedy_lone_listed_process_is_the_failing_one);
     tcase_add_test(tc, test_remedy_ray_node_memory_against_threshold);
+    tcase_add_test(tc, test_remedy_colocated_engine_holds_the_gpu);
+    tcase_add_test(tc, test_remedy_request_larger_than_gpu);
+    tcase_add_test(tc, test_remedy_steps_in_each_rl_frameworks_settings);
+    tcase_add_test(tc, test_remedy_slurm_memory_request_read_from_the_job_script);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

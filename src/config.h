@@ -1,0 +1,65 @@
+/* config.h - the job's own settings, read from the configuration the log prints (verl's config dump,
+ * OpenRLHF's Namespace, a launcher's echoed command line, Megatron-style argument tables, #SBATCH
+ * lines), and the concrete change a checklist step asks for ("32 -> 16").
+ *
+ * Only the settings that checklist steps name are read: pdb_compile() asks config_literal() which
+ * text to look for, the scanner calls config_capture() on lines that hold one, and remedy asks
+ * config_lookup() and config_propose() when it writes a step. No I/O.
+ *
+ * Ownership: a config_store owns its entries; config_lookup() returns a borrowed view valid until the
+ * store changes. */
+#ifndef OOMSCAN_CONFIG_H
+#define OOMSCAN_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_COMPONENTS 8
+#define CONFIG_BACK_CAP (256u * 1024u) /* how far back a dump is read for the enclosing keys */
+
+typedef struct {
+    char *path;  /* dotted, normalised (no leading dashes, '-' -> '_'), as much as the log shows */
+    char *value; /* as printed, quotes removed */
+    char *file;  /* where it was read */
+    uint64_t line;
+    char job[32];
+    uint64_t seq; /* later reads have higher seq */
+} config_entry;
+
+typedef struct config_store {
+    config_entry *e;
+    size_t n, cap;
+    uint64_t next_seq;
+} config_store;
+
+void config_store_free(config_store *s);
+
+/* Append every entry of *src to *dst (creating it if needed), later reads winning; *src is freed and
+ * set to NULL. Returns 0, -1 out of memory. */
+int config_store_merge(config_store **dst, config_store **src);
+
+/* The text to search the log for when a checklist names setting `key`, written into lit (cap bytes),
+ * and a second spelling into alt ("max-tokens-per-gpu" for "--max-tokens-per-gpu", else "").
+ * Returns 1 when the key can be read from a log (a real key, long enough to be rare), else 0. */
+int config_literal(const char *key, char *lit, size_t cap, char *alt, size_t altcap);
+
+/* Read the settings named by `lits` (n of them, the texts config_literal gave) from the line
+ * buf[start..end). buf[0..start) is earlier text of the same stream, used to find the keys that
+ * enclose a nested dump line. Values land in *st (created on first use). Returns the number of
+ * settings read, -1 out of memory. */
+int config_capture(config_store **st, const char *const *lits, size_t n, const char *buf, size_t start,
+                   size_t end, const char *job, const char *file, uint64_t line);
+
+/* The value the job used for checklist key `key` in job `job` ("" matches every job): the entry whose
+ * path agrees with the most trailing components of the key (one a suffix of the other), the latest
+ * read among equals. NULL when the log never printed it. */
+const config_entry *config_lookup(const config_store *st, const char *key, const char *job);
+
+typedef enum { CONFIG_NO_PROPOSAL, CONFIG_PROPOSED, CONFIG_ALREADY } config_verdict;
+
+/* The value that `change` (halve, double, decrease, increase, enable, disable, set:<v>) gives from
+ * `current`, written into out. CONFIG_ALREADY when current already is what the change asks for;
+ * CONFIG_NO_PROPOSAL when the rule does not apply to this value (a text for "halve"). */
+config_verdict config_propose(const char *change, const char *current, char *out, size_t cap);
+
+#endif

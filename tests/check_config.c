@@ -1,0 +1,358 @@
+/* check_config.c - reading settings from the configuration dumps that real logs print, and the
+ * concrete change proposed for each. Every dump line below is copied from a public issue thread
+ * (source above each case); the literals passed in are the ones the checklists name. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "check_main.h"
+
+/* Feed every line of `text` to config_capture as the scanner would (the whole text before a line
+ * is its context). */
+static config_store *capture(const char *text, const char *const *lits, size_t n)
+{
+    config_store *st = NULL;
+    size_t len = strlen(text), s = 0;
+    while (s < len) {
+        size_t e = s;
+        while (e < len && text[e] != '\n')
+            e++;
+        ck_assert_int_ge(config_capture(&st, lits, n, text, s, e, "", "t.log", 0), 0);
+        s = e + 1;
+    }
+    return st;
+}
+
+/* The value read for checklist key `key`, or "(none)". */
+static const char *val(const config_store *st, const char *key)
+{
+    const config_entry *e = config_lookup(st, key, "");
+    return e ? e->value : "(none)";
+}
+
+static const char *path_of(const config_store *st, const char *key)
+{
+    const config_entry *e = config_lookup(st, key, "");
+    return e ? e->path : "(none)";
+}
+
+#define EQ(got, want) ck_assert_msg(strcmp((got), (want)) == 0, "got \"%s\", want \"%s\"", (got), (want))
+
+static const char *propose(const char *change, const char *cur)
+{
+    static char out[128];
+    config_verdict v = config_propose(change, cur, out, sizeof out);
+    if (v == CONFIG_ALREADY)
+        return "(already)";
+    if (v == CONFIG_NO_PROPOSAL)
+        return "(no proposal)";
+    return out;
+}
+
+START_TEST(test_config_literal_spellings)
+{
+    char lit[128], alt[128];
+    ck_assert_int_eq(config_literal("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", lit, sizeof lit, alt, sizeof alt), 1);
+    EQ(lit, "ppo_micro_batch_size_per_gpu");
+    EQ(alt, "");
+    ck_assert_int_eq(config_literal("--max-tokens-per-gpu", lit, sizeof lit, alt, sizeof alt), 1);
+    EQ(lit, "max_tokens_per_gpu");
+    EQ(alt, "max-tokens-per-gpu");
+    ck_assert_int_eq(config_literal("#SBATCH --mem", lit, sizeof lit, alt, sizeof alt), 1);
+    EQ(lit, "#SBATCH --mem");
+    /* prose, environment variables (hint texts name them) and short common names are not read */
+    ck_assert_int_eq(config_literal("per-GPU micro-batch size (samples or tokens)", lit, sizeof lit, alt, sizeof alt), 0);
+    ck_assert_int_eq(config_literal("PYTORCH_CUDA_ALLOC_CONF", lit, sizeof lit, alt, sizeof alt), 0);
+    ck_assert_int_eq(config_literal("actor.backend", lit, sizeof lit, alt, sizeof alt), 0);
+}
+END_TEST
+
+/* verl-project/verl#330: verl's pprint'ed config as a log collector kept it, indentation lost */
+static const char VERL_330[] =
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'entropy_coeff': 0.001,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'grad_clip': 1.0,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'kl_loss_coef': 0.001,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'kl_loss_type': 'low_var_kl',\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'load_weight': True,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'megatron': {'num_layers_per_virtual_pipeline_stage': None,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'pipeline_model_parallel_size': 4,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'seed': 1,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'sequence_parallel': True,\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'tensor_model_parallel_size': 8},\n"
+    "\xe3\x80\x90" "2025-02-20 23:16:43" "\xe3\x80\x91" "(main_task pid=8918) 'optim': {'clip_grad': 1.0,\n";
+
+START_TEST(test_config_verl_pprint_nesting_from_brackets)
+{
+    const char *lits[] = {"tensor_model_parallel_size", "pipeline_model_parallel_size", "entropy_coeff"};
+    config_store *st = capture(VERL_330, lits, 3);
+    EQ(path_of(st, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"),
+       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
+    EQ(val(st, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"), "8");
+    EQ(val(st, "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"), "4");
+    EQ(val(st, "actor_rollout_ref.actor.entropy_coeff"), "0.001");
+    /* the actor's Megatron TP is not the rollout engine's TP */
+    EQ(val(st, "actor_rollout_ref.rollout.tensor_model_parallel_size"), "(none)");
+    config_store_free(st);
+}
+END_TEST
+
+/* hkust-nlp/simpleRL-reason#84: a fragment of verl's indented pprint dump under Ray's prefix */
+static const char SIMPLERL_84[] =
+    "(main_task pid=32544)                                    'log_prob_use_dynamic_bsz': False,\n"
+    "(main_task pid=32544)                                    'max_num_batched_tokens': 10216,\n"
+    "(main_task pid=32544)                                    'max_num_seqs': 1024,\n"
+    "(main_task pid=32544)                                    'micro_rollout_batch_size': 1024,\n"
+    "(main_task pid=32544)                                    'model_path': '/myname2/projects/20250428_simplerl_llm/models/Qwen2.5-7B',\n"
+    "(main_task pid=32544)                                    'n': 8,\n"
+    "(main_task pid=32544)                                    'name': 'vllm',\n"
+    "(main_task pid=32544)                                    'tensor_model_parallel_size': 2,\n"
+    "(main_task pid=32544)                                    'top_k': -1,\n"
+    "(main_task pid=32544)                                    'top_p': 1}},\n";
+
+START_TEST(test_config_verl_fragment_by_leaf)
+{
+    const char *lits[] = {"max_num_seqs", "max_num_batched_tokens", "tensor_model_parallel_size"};
+    config_store *st = capture(SIMPLERL_84, lits, 3);
+    /* no enclosing key in sight: the leaf alone stands for whichever key ends with it */
+    EQ(path_of(st, "actor_rollout_ref.rollout.max_num_seqs"), "max_num_seqs");
+    EQ(val(st, "actor_rollout_ref.rollout.max_num_seqs"), "1024");
+    EQ(propose("decrease", val(st, "actor_rollout_ref.rollout.max_num_seqs")), "768");
+    EQ(val(st, "actor_rollout_ref.rollout.max_num_batched_tokens"), "10216");
+    EQ(propose("double", val(st, "actor_rollout_ref.rollout.tensor_model_parallel_size")), "4");
+    config_store_free(st);
+}
+END_TEST
+
+/* verl-project/verl#855 and #328: Hydra overrides echoed by `set -x` */
+static const char VERL_855[] =
+    "    actor_rollout_ref.actor.ppo_mini_batch_size=512 \\\n"
+    "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16 \\\n"
+    "    actor_rollout_ref.actor.use_dynamic_bsz=True \\\n"
+    "    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24000 \\\n"
+    "    actor_rollout_ref.model.enable_gradient_checkpointing=True \\\n"
+    "    actor_rollout_ref.actor.fsdp_config.param_offload=False \\\n"
+    "    actor_rollout_ref.actor.fsdp_config.optimizer_offload=False \\\n"
+    "actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \\\n"
+    "actor_rollout_ref.ref.fsdp_config.param_offload=True \\\n";
+
+START_TEST(test_config_verl_overrides)
+{
+    const char *lits[] = {"ppo_micro_batch_size_per_gpu", "param_offload", "optimizer_offload", "use_dynamic_bsz",
+                          "gpu_memory_utilization", "enable_gradient_checkpointing"};
+    config_store *st = capture(VERL_855, lits, 6);
+    EQ(val(st, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"), "16");
+    EQ(propose("halve", "16"), "8");
+    EQ(val(st, "actor_rollout_ref.actor.fsdp_config.param_offload"), "False");
+    EQ(propose("enable", "False"), "True");
+    /* the reference model's offload is its own setting */
+    EQ(val(st, "actor_rollout_ref.ref.fsdp_config.param_offload"), "True");
+    EQ(propose("enable", val(st, "actor_rollout_ref.model.enable_gradient_checkpointing")), "(already)");
+    EQ(val(st, "actor_rollout_ref.rollout.gpu_memory_utilization"), "0.6");
+    EQ(propose("decrease", "0.6"), "0.5");
+    /* a critic key is not answered by the actor's value */
+    EQ(val(st, "critic.ppo_micro_batch_size_per_gpu"), "(none)");
+    config_store_free(st);
+}
+END_TEST
+
+/* verl-project/verl#2001: verl's YAML config as pasted with its indentation */
+static const char VERL_2001[] =
+    "        min_num_params: 0\n"
+    "    megatron:\n"
+    "      param_offload: False\n"
+    "      grad_offload: False\n"
+    "      optimizer_offload: False\n"
+    "      tensor_model_parallel_size: 1\n"
+    "    log_prob_micro_batch_size_per_gpu: 4\n";
+
+START_TEST(test_config_yaml_nesting_from_indentation)
+{
+    const char *lits[] = {"param_offload", "grad_offload", "log_prob_micro_batch_size_per_gpu"};
+    config_store *st = capture(VERL_2001, lits, 3);
+    EQ(path_of(st, "actor_rollout_ref.actor.megatron.param_offload"), "megatron.param_offload");
+    EQ(val(st, "actor_rollout_ref.actor.megatron.grad_offload"), "False");
+    /* an FSDP key does not take the Megatron section's value */
+    EQ(val(st, "actor_rollout_ref.actor.fsdp_config.param_offload"), "(none)");
+    EQ(val(st, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"), "4");
+    config_store_free(st);
+}
+END_TEST
+
+/* areal-project/AReaL#409: the user's AReaL YAML */
+static const char AREAL_409[] =
+    "allocation_mode: sglang.d4p1t1+d4p1t1\n"
+    "cluster:\n"
+    "  n_nodes: 1\n"
+    "  n_gpus_per_node: 4\n"
+    "max_concurrent_rollouts:1\n"
+    "gconfig:\n"
+    "  n_samples: 4\n"
+    "  max_new_tokens: 4096\n"
+    "mb_spec:\n"
+    "    max_tokens_per_mb: 8192\n"
+    "train_dataset:\n"
+    "  batch_size: 4\n"
+    "  max_length: 4096\n";
+
+START_TEST(test_config_areal_yaml)
+{
+    const char *lits[] = {"max_tokens_per_mb", "allocation_mode", "max_new_tokens", "max_length",
+                          "max_concurrent_rollouts"};
+    config_store *st = capture(AREAL_409, lits, 5);
+    EQ(path_of(st, "actor.mb_spec.max_tokens_per_mb"), "mb_spec.max_tokens_per_mb");
+    EQ(val(st, "actor.mb_spec.max_tokens_per_mb"), "8192");
+    EQ(propose("decrease", "8192"), "6144");
+    EQ(val(st, "gconfig.max_new_tokens"), "4096");
+    EQ(val(st, "train_dataset.max_length"), "4096");
+    EQ(val(st, "rollout.max_concurrent_rollouts"), "1");
+    /* a mode string has no arithmetic: shown, not changed */
+    EQ(val(st, "allocation_mode"), "sglang.d4p1t1+d4p1t1");
+    EQ(propose("increase", "sglang.d4p1t1+d4p1t1"), "(no proposal)");
+    config_store_free(st);
+}
+END_TEST
+
+/* OpenRLHF/OpenRLHF#1066: the launch command with its flags */
+static const char OPENRLHF_1066[] =
+    "   --vllm_tensor_parallel_size 2 \\\n"
+    "   --vllm_gpu_memory_utilization 0.6 \\\n"
+    "   --micro_train_batch_size 1 \\\n"
+    "   --zero_stage 3 \\\n"
+    "   --gradient_checkpointing \\\n"
+    "   --vllm_sync_backend nccl \\\n"
+    "   --enforce_eager \\\n"
+    "   --vllm_enable_sleep \\\n"
+    "   --adam_offload \\\n";
+
+START_TEST(test_config_openrlhf_flags)
+{
+    const char *lits[] = {"vllm_gpu_memory_utilization", "micro_train_batch_size", "gradient_checkpointing",
+                          "adam_offload", "vllm_tensor_parallel_size", "gpu_memory_utilization"};
+    config_store *st = capture(OPENRLHF_1066, lits, 6);
+    EQ(val(st, "--vllm_gpu_memory_utilization"), "0.6");
+    EQ(val(st, "--micro_train_batch_size"), "1");
+    /* one sample per GPU cannot be halved */
+    EQ(propose("halve", "1"), "(no proposal)");
+    EQ(val(st, "--gradient_checkpointing"), "true");
+    EQ(propose("enable", "true"), "(already)");
+    EQ(propose("disable", val(st, "--adam_offload")), "false");
+    EQ(val(st, "--vllm_tensor_parallel_size"), "2");
+    /* "vllm_gpu_memory_utilization" is a longer name, not vLLM's own gpu_memory_utilization */
+    EQ(val(st, "gpu_memory_utilization"), "(none)");
+    config_store_free(st);
+}
+END_TEST
+
+/* sgl-project/sglang#1030: SGLang's ServerArgs repr */
+static const char SGLANG_1030[] =
+    "server_args=ServerArgs(model_path='NousResearch/Meta-Llama-3-8B-Instruct', "
+    "tokenizer_path='NousResearch/Meta-Llama-3-8B-Instruct', tokenizer_mode='auto', load_format='auto', "
+    "dtype='bfloat16', trust_remote_code=False, context_length=4096, quantization=None, "
+    "served_model_name='NousResearch/Meta-Llama-3-8B-Instruct', chat_template=None, host='0.0.0.0', port=8000, "
+    "additional_ports=[8001, 8002, 8003, 8004], mem_fraction_static=0.88, max_prefill_tokens=4096, max_run\n";
+
+START_TEST(test_config_sglang_server_args)
+{
+    const char *lits[] = {"mem_fraction_static", "context_length"};
+    config_store *st = capture(SGLANG_1030, lits, 2);
+    EQ(path_of(st, "--mem-fraction-static"), "server_args.mem_fraction_static");
+    EQ(val(st, "--mem-fraction-static"), "0.88");
+    EQ(propose("decrease", "0.88"), "0.78");
+    EQ(propose("increase", "0.88"), "0.93");
+    EQ(val(st, "--context-length"), "4096");
+    config_store_free(st);
+}
+END_TEST
+
+/* nextflow-io/nextflow#5932: a job script's directives echoed into the job's output */
+static const char SLURM_5932[] =
+    "#SBATCH -J qe_test #Job name\n"
+    "#SBATCH --time=744:00:00 #duration time\n"
+    "#SBATCH --mem=64Gb\n";
+
+START_TEST(test_config_sbatch_directives)
+{
+    const char *lits[] = {"#SBATCH --mem", "#SBATCH --time"};
+    config_store *st = capture(SLURM_5932, lits, 2);
+    EQ(val(st, "#SBATCH --mem"), "64Gb");
+    EQ(propose("increase", "64Gb"), "96Gb");
+    EQ(val(st, "#SBATCH --time"), "744:00:00");
+    EQ(propose("increase", "744:00:00"), "(no proposal)");
+    config_store_free(st);
+}
+END_TEST
+
+START_TEST(test_config_last_value_wins_and_jobs_apart)
+{
+    const char *lits[] = {"ppo_micro_batch_size_per_gpu"};
+    const char t1[] = "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=32 \\\n";
+    const char t2[] = "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16 \\\n";
+    config_store *st = NULL;
+    ck_assert_int_eq(config_capture(&st, lits, 1, t1, 0, sizeof t1 - 2, "100", "a.log", 1), 1);
+    ck_assert_int_eq(config_capture(&st, lits, 1, t2, 0, sizeof t2 - 2, "100", "a.log", 9), 1);
+    ck_assert_int_eq(config_capture(&st, lits, 1, t1, 0, sizeof t1 - 2, "200", "b.log", 1), 1);
+    EQ(config_lookup(st, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "100")->value, "16");
+    EQ(config_lookup(st, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "200")->value, "32");
+    /* merging keeps each job's latest */
+    config_store *dst = NULL;
+    ck_assert_int_eq(config_store_merge(&dst, &st), 0);
+    ck_assert_ptr_null(st);
+    EQ(config_lookup(dst, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "100")->value, "16");
+    config_store_free(dst);
+}
+END_TEST
+
+START_TEST(test_config_names_in_code_are_not_values)
+{
+    const char *lits[] = {"ppo_micro_batch_size_per_gpu", "ppo_mini_batch_size"};
+    /* source lines quoted in verl-project/verl#405 and a traceback's code line from mll-lab-nu/RAGEN#22:
+     * they name the keys without setting them */
+    const char text[] =
+        "micro_batches = mini_batch.split(self.config.ppo_micro_batch_size_per_gpu)\n"
+        "self.gradient_accumulation = self.config.ppo_mini_batch_size // self.config.ppo_micro_batch_size_per_gpu\n"
+        "(main_task pid=3666690)     assert self.config.ppo_mini_batch_size % self.config.ppo_micro_batch_size == 0\n";
+    config_store *st = capture(text, lits, 2);
+    ck_assert_ptr_null(st);
+}
+END_TEST
+
+START_TEST(test_config_propose_rules)
+{
+    EQ(propose("halve", "32"), "16");
+    EQ(propose("halve", "0.5"), "0.25");
+    EQ(propose("double", "1"), "2");
+    EQ(propose("decrease", "12288"), "9216");
+    EQ(propose("decrease", "0.1"), "(no proposal)");
+    EQ(propose("increase", "0.95"), "(no proposal)");
+    EQ(propose("increase", "1073741824"), "1610612736");
+    EQ(propose("enable", "None"), "True");
+    EQ(propose("enable", "null"), "true");
+    EQ(propose("disable", "True"), "False");
+    EQ(propose("set:fsdp2", "fsdp"), "fsdp2");
+    EQ(propose("set:fsdp2", "fsdp2"), "(already)");
+    EQ(propose("set:<path>", "x"), "(no proposal)");
+    EQ(propose("halve", "auto"), "(no proposal)");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("capture");
+    tcase_add_test(tc, test_config_literal_spellings);
+    tcase_add_test(tc, test_config_verl_pprint_nesting_from_brackets);
+    tcase_add_test(tc, test_config_verl_fragment_by_leaf);
+    tcase_add_test(tc, test_config_verl_overrides);
+    tcase_add_test(tc, test_config_yaml_nesting_from_indentation);
+    tcase_add_test(tc, test_config_areal_yaml);
+    tcase_add_test(tc, test_config_openrlhf_flags);
+    tcase_add_test(tc, test_config_sglang_server_args);
+    tcase_add_test(tc, test_config_sbatch_directives);
+    tcase_add_test(tc, test_config_last_value_wins_and_jobs_apart);
+    tcase_add_test(tc, test_config_names_in_code_are_not_values);
+    tcase_add_test(tc, test_config_propose_rules);
+    suite_add_tcase(s, tc);
+    return check_run(s);
+}
