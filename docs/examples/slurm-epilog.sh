@@ -1,0 +1,116 @@
+#!/bin/sh
+# slurm-epilog.sh - a Slurm Epilog that scans a finished job's output with oomscan.
+#
+# Install on every compute node, e.g. as /etc/slurm/epilog.d/oomscan.sh, and name it in slurm.conf
+# (Epilog=/etc/slurm/epilog.d/*). slurmd runs it as root when the job ends, with SLURM_JOB_ID,
+# SLURM_JOB_UID and SLURMD_NODENAME set. It:
+#   1. finds the job's output files: SLURM_JOB_STDOUT/SLURM_JOB_STDERR when Slurm sets them, else the
+#      StdOut=/StdErr= lines of `scontrol show job $SLURM_JOB_ID`, else slurm-<id>*.out|.err in the
+#      job's WorkDir; plus OOMSCAN_EXTRA_PATHS (node-local logs; %j becomes the job id);
+#   2. scans them with `oomscan --job-id $SLURM_JOB_ID`, reading as the job's user, so every finding
+#      carries the job id and the same failure seen from many nodes has the same id;
+#   3. writes the findings as NDJSON to $OOMSCAN_SPOOL/<job>.<node>.ndjson (atomically; a shipper or
+#      `oomscan merge` collects them), and, when OOMSCAN_TICKET_CMD is set, pipes each root finding's
+#      ticket (one JSON object) to that command, on the batch host only.
+# It never fails the epilog (a failing epilog drains the node): every problem is logged to stderr,
+# which slurmd writes to its log, and the script exits 0.
+#
+# Settings (environment, or /etc/default/oomscan, which this script sources when present):
+#   OOMSCAN              the oomscan binary (default: oomscan from PATH)
+#   OOMSCAN_SPOOL        spool folder (default: /var/spool/oomscan)
+#   OOMSCAN_TIMEOUT      seconds oomscan may run (default: 120)
+#   OOMSCAN_EXTRA_PATHS  more files or folders to scan, space-separated, %j = job id
+#   OOMSCAN_TICKET_CMD   command reading one ticket on stdin, e.g. docs/examples/ticket-github.sh
+#   OOMSCAN_TICKET_STYLE plain, github or jira (default: github); jira needs OOMSCAN_JIRA_PROJECT
+#   SCONTROL             the scontrol binary (default: scontrol from PATH)
+
+# shellcheck disable=SC1091
+[ -r /etc/default/oomscan ] && . /etc/default/oomscan
+OOMSCAN=${OOMSCAN:-oomscan}
+SPOOL=${OOMSCAN_SPOOL:-/var/spool/oomscan}
+TIMEOUT=${OOMSCAN_TIMEOUT:-120}
+SCONTROL=${SCONTROL:-scontrol}
+job=${SLURM_JOB_ID:-}
+node=${SLURMD_NODENAME:-$(hostname 2>/dev/null || echo node)}
+
+log() { echo "oomscan-epilog: job ${job:-?}: $*" >&2; }
+done_() { exit 0; }
+
+[ -n "$job" ] || { log "SLURM_JOB_ID is not set: nothing to do"; done_; }
+case $job in *[!0-9_]*) log "odd job id '$job': skipped"; done_ ;; esac
+command -v "$OOMSCAN" >/dev/null 2>&1 || { log "$OOMSCAN not found"; done_; }
+
+# `scontrol show job` prints one Key=Value group per line, StdOut= and StdErr= each on a line of their
+# own, so a path with spaces comes through whole.
+info=$("$SCONTROL" show job "$job" 2>/dev/null) || info=""
+field() { printf '%s\n' "$info" | sed -n "s/^[[:space:]]*$1=//p" | head -n 1; }
+batch_host=$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*BatchHost=\([^[:space:]]*\).*/\1/p' | head -n 1)
+workdir=$(field WorkDir)
+out=${SLURM_JOB_STDOUT:-$(field StdOut)}
+err=${SLURM_JOB_STDERR:-$(field StdErr)}
+
+# The job's own output lives on the batch host's view of the file system; scanning it from every node
+# would report it once per node.
+on_batch_host=1
+[ -n "$batch_host" ] && [ "$batch_host" != "$node" ] && on_batch_host=0
+
+list=$(mktemp "${TMPDIR:-/tmp}/oomscan-epilog.XXXXXX") || { log "mktemp failed"; done_; }
+trap 'rm -f "$list"' EXIT
+add() { [ -n "$1" ] && [ -e "$1" ] && ! grep -qxF -- "$1" "$list" && printf '%s\n' "$1" >> "$list"; }
+if [ $on_batch_host = 1 ]; then
+  for f in "$out" "$err"; do
+    case $f in /dev/*|"") ;; *) add "$f" ;; esac
+  done
+  if [ ! -s "$list" ]; then
+    # no scontrol answer (or output sent to /dev/null): sbatch's default names in the work dir
+    for f in "${workdir:-.}"/slurm-"$job".out "${workdir:-.}"/slurm-"$job"_*.out "${workdir:-.}"/slurm-"$job".err; do
+      add "$f"
+    done
+  fi
+fi
+for p in ${OOMSCAN_EXTRA_PATHS:-}; do
+  add "$(printf '%s' "$p" | sed "s/%j/$job/g")"
+done
+[ -s "$list" ] || { log "no output files found"; done_; }
+
+# Run a command bounded in time and as the job's user: the paths come from the job, and root must not
+# read what its user could not.
+run() {
+  command -v timeout >/dev/null 2>&1 && set -- timeout "$TIMEOUT" "$@"
+  uid=${SLURM_JOB_UID:-}
+  gid=${SLURM_JOB_GID:-$uid}
+  if [ "$(id -u)" = 0 ] && [ -n "$uid" ] && [ "$uid" != 0 ] && command -v setpriv >/dev/null 2>&1; then
+    set -- setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"
+  fi
+  "$@"
+}
+scan() { # format args...: oomscan on the listed files, stdout to stdout
+  fmt=$1; shift
+  # one path a line in $list, appended to "$@" so names with spaces stay whole
+  while IFS= read -r f; do set -- "$@" "$f"; done < "$list"
+  run "$OOMSCAN" --quiet --color never --job-id "$job" --format "$fmt" "$@"
+}
+
+mkdir -p "$SPOOL" 2>/dev/null
+dest="$SPOOL/$job.$node.ndjson"
+tmp="$dest.tmp.$$"
+scan ndjson > "$tmp"; rc=$?
+# 0: nothing found, 1: findings, 2: an input could not be read (the others' findings are written)
+case $rc in
+  0|1|2) ;;
+  *) log "oomscan exited with $rc" ;;
+esac
+if [ -s "$tmp" ]; then
+  if mv -f "$tmp" "$dest"; then log "$(wc -l < "$dest") finding(s) in $dest"; else log "cannot write $dest"; fi
+else
+  rm -f "$tmp"
+  log "no failure found"
+fi
+
+if [ -n "${OOMSCAN_TICKET_CMD:-}" ] && [ $on_batch_host = 1 ] && [ -s "$dest" ]; then
+  style=${OOMSCAN_TICKET_STYLE:-github}
+  scan ticket --ticket-style "$style" | while IFS= read -r ticket; do
+    printf '%s\n' "$ticket" | sh -c "$OOMSCAN_TICKET_CMD" || log "ticket command failed"
+  done
+fi
+done_

@@ -1,0 +1,77 @@
+#!/bin/sh
+# conventions.sh OOMSCAN SOURCE_DIR - the command line's conventions: --help fits one screen and lists
+# every option of src/main.c, and so do the man page (which renders without a warning) and the bash
+# completion; options parse the getopt_long way; --quiet and --color do what they say.
+set -u
+oomscan=$1 src=$2
+man1="$src/docs/oomscan.1" comp="$src/contrib/bash-completion/oomscan"
+sample="$src/fixtures/golden/verl-log-prob-oom.log"
+. "$(dirname "$0")/testlib.sh"
+oomscan=$(abspath "$oomscan")
+
+# --help: one screen of at most 24 lines of at most 80 columns, on stdout, exit 0
+"$oomscan" --help > "$t/help"; rc=$?
+[ $rc -eq 0 ] && ok || bad "--help: exit $rc"
+lines=$(wc -l < "$t/help") cols=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$t/help")
+[ "$lines" -le 24 ] && [ "$cols" -le 80 ] && ok || bad "--help is $lines lines, $cols columns (max 24 x 80)"
+
+# every long option of the table (the "colour" alias aside) in help, man page and completion
+sed -n 's/^ *{"\([a-z-]*\)", [a-z_]*, NULL, [^}]*},.*/\1/p' "$src/src/main.c" | grep -vx colour > "$t/longs"
+[ "$(wc -l < "$t/longs")" -ge 15 ] && ok || bad "could not read the option table of src/main.c"
+sed 's/\\-/-/g' "$man1" > "$t/man.txt"
+while IFS= read -r o; do
+  grep -q -- "--$o\\b" "$t/help" && ok || bad "--help does not list --$o"
+  grep -q -- "--$o\\b" "$t/man.txt" && ok || bad "docs/oomscan.1 does not describe --$o"
+  grep -q -- "--$o\\b" "$comp" && ok || bad "the bash completion does not offer --$o"
+done < "$t/longs"
+# every short option of the optstring in help as "-x,"
+short=$(sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' "$src/src/main.c" | tr -d :)
+[ -n "$short" ] && ok || bad "could not read the optstring of src/main.c"
+for c in $(printf '%s' "$short" | sed 's/./& /g'); do
+  grep -q -- "-$c, --" "$t/help" && ok || bad "--help does not list -$c"
+done
+
+# the man page: renders without a warning, states the binary's version
+if command -v man > /dev/null; then
+  MANWIDTH=80 man --warnings -E UTF-8 -l "$man1" > "$t/man.out" 2> "$t/man.err"
+  [ ! -s "$t/man.err" ] && [ -s "$t/man.out" ] && ok || bad "man -l docs/oomscan.1: $(cat "$t/man.err")"
+else
+  bad "man is missing (.ci/setup installs man-db)"
+fi
+version=$("$oomscan" --version | cut -d' ' -f2)
+grep -q "^\.TH OOMSCAN 1 [0-9-]* \"oomscan $version\"" "$man1" && ok || bad "docs/oomscan.1 is not for version $version"
+
+# the completion, in bash: options, format and style values
+complete_words() { # words...: what completing the last word offers
+  bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _oomscan; printf "%s\n" "${COMPREPLY[@]}"' \
+    sh "$comp" "$@" 2> /dev/null | sort | tr '\n' ' '
+}
+[ "$(complete_words oomscan --for)" = "--format " ] && ok || bad "completion of --for: $(complete_words oomscan --for)"
+[ "$(complete_words oomscan -f '')" = "json ndjson text ticket " ] && ok || bad "completion of -f values"
+[ "$(complete_words oomscan --ticket-style g)" = "github " ] && ok || bad "completion of --ticket-style values"
+[ "$(complete_words oomscan --color n)" = "never " ] && ok || bad "completion of --color values"
+[ "$(complete_words oomscan mer)" = "merge " ] && ok || bad "completion of the merge subcommand"
+
+# getopt_long conventions: --opt=value, -ovalue, abbreviations, bundled flags, -- ends options
+"$oomscan" --format json "$sample" > "$t/ref.json"
+grep -q '"cuda_oom"' "$t/ref.json" && ok || bad "--format json on the sample found nothing"
+for args in "--format=json" "-fjson" "-f json" "--form json"; do
+  # shellcheck disable=SC2086
+  "$oomscan" $args "$sample" > "$t/o.json"
+  cmp -s "$t/ref.json" "$t/o.json" && ok || bad "'$args' is not the same as --format json"
+done
+cp "$sample" "$t/-v.log"
+(cd "$t" && "$oomscan" --format json -- -v.log > o.json); rc=$?
+[ $rc -eq 1 ] && grep -q '"-v.log"' "$t/o.json" && ok || bad "-- does not end the options (exit $rc)"
+"$oomscan" -qv "$t/nope.log" "$sample" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && [ ! -s "$t/err" ] && ok || bad "-qv: exit $rc, stderr: $(cat "$t/err")"
+"$oomscan" "$t/nope.log" > /dev/null 2> "$t/err"
+grep -q "nope.log" "$t/err" && ok || bad "without -q an unreadable input is not reported"
+"$oomscan" --no-such-option "$sample" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "usage:" "$t/err" && ok || bad "unknown option: exit $rc or no usage on stderr"
+"$oomscan" --color sometimes "$sample" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--color sometimes: not exit 2"
+"$oomscan" --color=never "$sample" | grep -q "$(printf '\033')" && bad "--color=never: colour written" || ok
+NO_COLOR=1 "$oomscan" --color=always "$sample" | grep -q "$(printf '\033')" && ok || bad "--color=always loses to NO_COLOR"
+"$oomscan" --job-id '' "$sample" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--job-id '': not exit 2"
+
+finish conventions

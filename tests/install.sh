@@ -1,0 +1,57 @@
+#!/bin/sh
+# install.sh BUILD_DIR SOURCE_DIR CC [CFLAGS] - `cmake --install` into a DESTDIR puts every file in
+# place, the installed command runs, and the installed pkg-config file builds and links a small
+# program against the installed library and header, which then scans a fixture.
+set -u
+build=$1 src=$2 cc=$3 cflags=${4:-}
+. "$(dirname "$0")/testlib.sh"
+
+DESTDIR="$t/root" cmake --install "$build" --prefix /usr > "$t/log" 2>&1 || { cat "$t/log"; bad "cmake --install failed"; }
+r="$t/root/usr"
+pc=$(find "$r" -name oomscan.pc | head -n 1)
+lib=$(find "$r" -name liboomscan.a | head -n 1)
+for f in bin/oomscan include/oomscan.h include/oomscan_status.h share/man/man1/oomscan.1 \
+         share/bash-completion/completions/oomscan share/doc/oomscan/examples/slurm-epilog.sh \
+         share/doc/oomscan/examples/ticket-github.sh share/doc/oomscan/ticketing.md; do
+  [ -s "$r/$f" ] && ok || bad "not installed: $f"
+done
+[ -n "$lib" ] && ok || bad "not installed: liboomscan.a"
+[ -n "$pc" ] && ok || bad "not installed: oomscan.pc"
+[ -x "$r/bin/oomscan" ] && [ -x "$r/share/doc/oomscan/examples/slurm-epilog.sh" ] && ok || bad "installed scripts not executable"
+version=$("$r/bin/oomscan" --version | cut -d' ' -f2)
+[ -n "$version" ] && ok || bad "the installed oomscan does not run"
+
+# pkg-config: the version, and a program built only from what it says
+export PKG_CONFIG_PATH="${pc%/*}"
+[ "$(pkg-config --modversion oomscan)" = "$version" ] && ok || bad "pkg-config version is not $version"
+cat > "$t/count.c" <<'EOC'
+#include <oomscan.h>
+#include <stdio.h>
+
+/* count FILE: prints how many findings the library makes of FILE */
+int main(int argc, char **argv)
+{
+    oomscan_diag d = {0};
+    oomscan_db *db = NULL;
+    oomscan_scan *s = NULL;
+    if (argc != 2 || oomscan_db_new(&db, &d) || oomscan_db_compile(db, &d) || oomscan_scan_new(&s, db, NULL, &d) ||
+        oomscan_scan_paths(s, (const char *const *)argv + 1, 1, &d)) {
+        fprintf(stderr, "count: %s\n", d.msg);
+        return 2;
+    }
+    printf("%zu\n", oomscan_scan_finding_count(s));
+    oomscan_scan_free(s);
+    oomscan_db_free(db);
+    return 0;
+}
+EOC
+# shellcheck disable=SC2046,SC2086
+"$cc" -std=c11 -Wall -Werror $cflags -o "$t/count" "$t/count.c" $(pkg-config --cflags --libs oomscan) 2> "$t/cc.err" &&
+  ok || { cat "$t/cc.err"; bad "a program does not build from pkg-config --cflags --libs oomscan"; }
+n=$("$t/count" "$src/fixtures/golden/verl-log-prob-oom.log" 2>&1)
+[ "$n" = 1 ] && ok || bad "the program linked against liboomscan.a counted '$n' findings, want 1"
+inc=$(pkg-config --cflags-only-I oomscan | tr ' ' '\n' | sed -n 's/^-I//p' | head -n 1)
+[ -f "$inc/oomscan.h" ] && case $(cd "$inc" && pwd -P) in "$t"/*) true ;; *) false ;; esac && ok ||
+  bad "Cflags do not point into the install: $(pkg-config --cflags oomscan)"
+
+finish install
