@@ -26,7 +26,9 @@ static const char TESTDB_PREFIXES[] =
 static const char TESTDB_PHASES[] =
     "{\"format\":\"oomscan-phases/1\","
     "\"frames\":[{\"code\":\"loss.backward(\",\"phase\":\"backward\"},{\"func\":\"compute_log_prob\",\"phase\":\"log_probs\",\"framework\":\"verl\"}],"
-    "\"markers\":[{\"literal\":\"Before update_actor\",\"phase\":\"forward\",\"framework\":\"verl\"},{\"literal\":\"After update_actor\",\"phase\":null}]}";
+    "\"markers\":[{\"literal\":\"Before update_actor\",\"phase\":\"forward\",\"framework\":\"verl\"},{\"literal\":\"After update_actor\",\"phase\":null},"
+    "{\"literal\":\"Loading checkpoint shards:\",\"phase\":\"model_init\"},"
+    "{\"literal\":\"Loading checkpoint shards: 100%\",\"phase\":null}]}";
 
 static inline pdb *testdb_new(void)
 {
