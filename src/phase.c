@@ -8,6 +8,10 @@
 #define SLOTS 16      /* interleaved streams tracked at once */
 #define FRAMES 48     /* innermost frames kept per traceback */
 #define TB_REACH 400  /* a traceback this many lines before the error no longer explains it */
+/* A faulthandler dump starts right under its "Fatal Python error" line, but the failing ("Current")
+ * thread may come after the other threads' blocks: its header this many lines after the failure is
+ * still the failure's own stack. */
+#define LATE_REACH 100
 
 typedef struct {
     int rule;       /* index into db->frames of the best rule for this frame, -1 none */
@@ -20,7 +24,9 @@ typedef struct {
 
 typedef struct {
     char key[24];
-    uint64_t tb_line;   /* line of the Traceback header */
+    int first;          /* a faulthandler stack: most recent call first (frames[n-1] is still the innermost) */
+    int other;          /* a faulthandler block of a thread other than the failing one: frames not kept */
+    uint64_t tb_line;   /* line of the Traceback (or faulthandler stack) header */
     uint64_t last_line; /* line of the last frame */
     uint64_t used;      /* LRU clock */
     size_t n;           /* frames kept (innermost last); older ones dropped */
@@ -79,6 +85,31 @@ void phase_traceback(phase_state *ps, const char *key, uint64_t line)
 {
     tb_slot *s = slot_for(ps, key, 1);
     s->n = 0;
+    s->first = s->other = 0;
+    s->tb_line = line;
+    s->last_line = line;
+}
+
+static int starts_with(const char *s, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+void phase_stack_header(phase_state *ps, const char *key, const char *text, size_t len, uint64_t line)
+{
+    while (len && (*text == ' ' || *text == '\t'))
+        text++, len--;
+    /* "Stack (...)" is a dump of the failing thread alone; "Current thread 0x..." is the failing one
+     * among several. c10's "Exception raised from X at Y (most recent call first):" heads a C++ stack
+     * and must not end the Python traceback printed above it. */
+    int other = starts_with(text, len, "Thread 0x");
+    if (!other && !starts_with(text, len, "Stack (most recent call first)") && !starts_with(text, len, "Current thread 0x"))
+        return;
+    tb_slot *s = slot_for(ps, key, 1);
+    s->n = 0;
+    s->first = 1;
+    s->other = other;
     s->tb_line = line;
     s->last_line = line;
 }
@@ -99,11 +130,7 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
 {
     const pdb *db = ps->db;
     tb_slot *s = slot_for(ps, key, 1);
-    if (s->n == FRAMES) {
-        memmove(&s->frames[0], &s->frames[1], (FRAMES - 1) * sizeof s->frames[0]);
-        s->n--;
-    }
-    frame *f = &s->frames[s->n++];
+    frame nf, *f = &nf;
     memset(f, 0, sizeof *f);
     f->line = line;
     f->rule = -1;
@@ -146,6 +173,23 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
         }
     if (f->fw >= 0)
         ps->votes[f->fw]++;
+    if (s->other)
+        return; /* another thread's stack: its paths still tell the framework, never the phase */
+    if (s->first) {
+        /* listed innermost first: each frame is further out, so it goes below the ones kept; past
+         * FRAMES the outermost are the ones dropped */
+        if (s->n == FRAMES)
+            return;
+        memmove(&s->frames[1], &s->frames[0], s->n * sizeof s->frames[0]);
+        s->frames[0] = nf;
+        s->n++;
+        return;
+    }
+    if (s->n == FRAMES) {
+        memmove(&s->frames[0], &s->frames[1], (FRAMES - 1) * sizeof s->frames[0]);
+        s->n--;
+    }
+    s->frames[s->n++] = nf;
 }
 
 void phase_marker(phase_state *ps, size_t marker, uint64_t line)
@@ -163,6 +207,35 @@ void phase_framework_vote(phase_state *ps, int framework)
         ps->votes[framework]++;
 }
 
+/* The phase from a slot's frames: innermost mapped frame first; with passes == 2, fallback rules in a
+ * second pass. Fills out (and its framework from the frames' paths even without a phase); 1 if a rule
+ * decided. `after` ends the evidence. */
+static int decide_frames(const phase_state *ps, const tb_slot *s, int passes, const char *after, phase_answer *out)
+{
+    const pdb *db = ps->db;
+    int fw = -1;
+    for (size_t i = s->n; i-- > 0;)
+        if (s->frames[i].fw >= 0 && fw < 0)
+            fw = s->frames[i].fw;
+    for (size_t k = 0; k < (size_t)passes * s->n; k++) {
+        /* first pass: ordinary rules, innermost frame first; second pass: fallback rules */
+        size_t i = s->n - 1 - (k % s->n);
+        const frame *f = &s->frames[i];
+        int ri = k < s->n ? f->rule : f->fallback;
+        if (ri < 0)
+            continue;
+        const pdb_frame_rule *r = &db->frames[ri];
+        out->phase = (tax_phase)r->phase;
+        out->framework = r->framework >= 0 ? r->framework : fw;
+        snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu)%s",
+                 s->first ? "faulthandler stack" : "traceback", r->kind == FRAME_CODE ? r->value : f->func, f->file,
+                 (unsigned long long)f->line, after);
+        return 1;
+    }
+    out->framework = fw;
+    return 0;
+}
+
 void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
                   phase_answer *out)
 {
@@ -174,27 +247,8 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
     /* Without a traceback of its own stream, a lone traceback of the default stream still counts. */
     if ((!s || s->n == 0) && key[0])
         s = slot_for((phase_state *)ps, "", 0);
-    if (s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH) {
-        int fw = -1;
-        for (size_t i = s->n; i-- > 0;)
-            if (s->frames[i].fw >= 0 && fw < 0)
-                fw = s->frames[i].fw;
-        for (size_t k = 0; k < 2 * s->n; k++) {
-            /* first pass: ordinary rules, innermost frame first; second pass: fallback rules */
-            size_t i = s->n - 1 - (k % s->n);
-            const frame *f = &s->frames[i];
-            int ri = k < s->n ? f->rule : f->fallback;
-            if (ri < 0)
-                continue;
-            const pdb_frame_rule *r = &db->frames[ri];
-            out->phase = (tax_phase)r->phase;
-            out->framework = r->framework >= 0 ? r->framework : fw;
-            snprintf(out->evidence, sizeof out->evidence, "traceback frame %s in %s (line %llu)",
-                     r->kind == FRAME_CODE ? r->value : f->func, f->file, (unsigned long long)f->line);
-            return;
-        }
-        out->framework = fw;
-    }
+    if (s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH && decide_frames(ps, s, 2, "", out))
+        return;
     if (pattern_phase >= 0) {
         out->phase = (tax_phase)pattern_phase;
         snprintf(out->evidence, sizeof out->evidence, "the message itself is printed in %s",
@@ -216,6 +270,24 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
         out->framework = engine;
 }
 
+int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out)
+{
+    memset(out, 0, sizeof *out);
+    out->phase = PH_UNKNOWN;
+    out->framework = -1;
+    const tb_slot *s = slot_for((phase_state *)ps, key, 0);
+    if (!s || !s->first || s->other || s->n == 0 || s->tb_line <= failure_line || s->tb_line - failure_line > LATE_REACH)
+        return 0;
+    /* Ordinary rules only: the stack may still be growing outward, and a fallback rule (a collective)
+     * must not decide while an outer frame could still name the real phase. An ordinary rule matched
+     * now is final, because every frame still to come is further out. */
+    if (!decide_frames(ps, s, 1, ", printed after the failure", out)) {
+        out->framework = -1;
+        return 0;
+    }
+    return 1;
+}
+
 int phase_framework(const phase_state *ps)
 {
     int best = FW_UNKNOWN;
@@ -231,3 +303,9 @@ int phase_framework(const phase_state *ps)
 }
 
 const uint32_t *phase_framework_votes(const phase_state *ps) { return ps->votes; }
+
+int phase_last_marker(const phase_state *ps, uint64_t *line)
+{
+    *line = ps->marker_line;
+    return ps->marker;
+}

@@ -1,0 +1,269 @@
+/* check_phase.c - phase attribution: frame order, faulthandler stacks, late evidence below a failure.
+ *
+ * The log lines are real (sources at each test); the database is written here, so the suite tests the
+ * mechanism, not the shipped rules (the corpus and --check-patterns cover those). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "phase.h"
+#include "scan.h"
+#include "story.h"
+#include "check_main.h"
+
+static const char PH_PATTERNS[] =
+    "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["
+    "{\"id\":\"segfault.test\",\"class\":\"segfault\",\"literals\":[\"Fatal Python error: Segmentation fault\"],"
+    " \"regex\":\"Fatal Python error: Segmentation fault\"},"
+    "{\"id\":\"cuda_oom.test\",\"class\":\"cuda_oom\",\"literals\":[\"CUDA out of memory\"],\"regex\":\"CUDA out of memory\"}"
+    "]}";
+
+static const char PH_PREFIXES[] =
+    "{\"format\":\"oomscan-prefixes/1\",\"prefixes\":["
+    "{\"id\":\"rank\",\"regex\":\"\\\\[rank(?<rank>[0-9]+)\\\\]: ?\"}"
+    "]}";
+
+/* watchdog_thread has a rule here only to show that another thread's frames never give the phase */
+static const char PH_PHASES[] =
+    "{\"format\":\"oomscan-phases/1\",\"frames\":["
+    "{\"code\":\"loss.backward(\",\"phase\":\"backward\"},"
+    "{\"func\":\"capture_model\",\"phase\":\"model_init\",\"framework\":\"vllm\"},"
+    "{\"func\":\"init_torch_distributed\",\"phase\":\"model_init\"},"
+    "{\"func\":\"generate\",\"phase\":\"rollout\"},"
+    "{\"func\":\"watchdog_thread\",\"phase\":\"rollout\"}],"
+    "\"fallback_frames\":[{\"path\":\"torch/distributed/distributed_c10d.py\",\"phase\":\"communication\"}],"
+    "\"markers\":[]}";
+
+static pdb *phdb_new(void)
+{
+    pdb *db = pdb_new();
+    ck_assert_ptr_nonnull(db);
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "test.json", PH_PATTERNS, sizeof PH_PATTERNS - 1, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_load_text(db, "prefixes.json", PH_PREFIXES, sizeof PH_PREFIXES - 1, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_load_text(db, "phases.json", PH_PHASES, sizeof PH_PHASES - 1, &d) == OOMSCAN_OK, "%s: %s",
+                  d.where, d.msg);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    return db;
+}
+
+typedef struct {
+    const char *data;
+    size_t len, pos;
+} membuf;
+
+static ssize_t mem_read(void *ud, void *buf, size_t cap)
+{
+    membuf *m = ud;
+    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+    memcpy(buf, m->data + m->pos, n);
+    m->pos += n;
+    return (ssize_t)n;
+}
+
+typedef struct {
+    pdb *db;
+    story *st;
+} run_out;
+
+static run_out run(const char *text)
+{
+    run_out o = {phdb_new(), story_new()};
+    ck_assert_ptr_nonnull(o.st);
+    scanner *sc = scanner_new(o.db);
+    phase_state *ps = phase_new(o.db);
+    membuf m = {text, strlen(text), 0};
+    scan_source src = {.path = "mem.log"};
+    scan_result res;
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &res, NULL, NULL), OOMSCAN_OK);
+    story_finish(o.st, "");
+    scanner_free(sc);
+    phase_free(ps);
+    return o;
+}
+
+static void done(run_out *o)
+{
+    story_free(o->st);
+    pdb_free(o->db);
+}
+
+static const finding *only(const run_out *o, tax_class cls)
+{
+    const finding *f = NULL;
+    for (size_t i = 0; i < o->st->n; i++)
+        if (o->st->f[i].cls == cls) {
+            ck_assert_msg(!f, "two findings of one class");
+            f = &o->st->f[i];
+        }
+    ck_assert_ptr_nonnull(f);
+    return f;
+}
+
+/* vllm-project/vllm#3053: the stack is printed below the failure, innermost frame first */
+static const char VLLM_3053[] =
+    "Fatal Python error: Segmentation fault\n"
+    "\n"
+    "Stack (most recent call first):\n"
+    "  File \"/root/.conda/envs/py39/lib/python3.9/site-packages/torch/cuda/graphs.py\", line 77 in capture_begin\n"
+    "  File \"/root/.conda/envs/py39/lib/python3.9/site-packages/torch/cuda/graphs.py\", line 192 in __enter__\n"
+    "  File \"/root/.conda/envs/py39/lib/python3.9/site-packages/vllm/worker/model_runner.py\", line 782 in capture\n"
+    "  File \"/root/.conda/envs/py39/lib/python3.9/site-packages/vllm/worker/model_runner.py\", line 725 in capture_model\n";
+
+START_TEST(test_phase_faulthandler_stack_below_failure_names_its_phase)
+{
+    run_out o = run(VLLM_3053);
+    const finding *f = only(&o, CLS_SEGFAULT);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    ck_assert_ptr_nonnull(f->phase_evidence);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "capture_model in model_runner.py (line 7)"));
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "after the failure"));
+    ck_assert_int_eq(f->framework, FW_VLLM);
+    ck_assert_ptr_nonnull(strstr(f->group, "|model_init|")); /* grouped as if its own line had named it */
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_phase_stack_of_another_stream_or_too_far_gives_nothing)
+{
+    /* the same stack, but on another rank's stream: not the failure's own */
+    char buf[4096];
+    const char *lines[] = {"[rank1]: Fatal Python error: Segmentation fault\n", "[rank0]: Stack (most recent call first):\n",
+                           "[rank0]:   File \"/root/.conda/envs/py39/lib/python3.9/site-packages/vllm/worker/model_runner.py\", "
+                           "line 725 in capture_model\n"};
+    snprintf(buf, sizeof buf, "%s%s%s", lines[0], lines[1], lines[2]);
+    run_out o = run(buf);
+    ck_assert_int_eq(only(&o, CLS_SEGFAULT)->phase, PH_UNKNOWN);
+    done(&o);
+    /* the same stream, but the stack begins far below the failure (LATE_REACH lines) */
+    size_t n = (size_t)snprintf(buf, sizeof buf, "Fatal Python error: Segmentation fault\n");
+    for (int i = 0; i < 120; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "x\n");
+    snprintf(buf + n, sizeof buf - n, "%s", strstr(VLLM_3053, "Stack ("));
+    o = run(buf);
+    ck_assert_int_eq(only(&o, CLS_SEGFAULT)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+/* sgl-project/sglang#3745: another thread's block comes first; the failing thread's innermost frames
+ * are a collective (a fallback rule, which may not decide while the stack could still grow) */
+static const char SGLANG_3745[] =
+    "Fatal Python error: Segmentation fault\n"
+    "\n"
+    "Thread 0x00007f2e93fff640 (most recent call first):\n"
+    "  File \"/XXXX/sglang/python/sglang/srt/managers/scheduler.py\", line 462 in watchdog_thread\n"
+    "  File \"/usr/lib/python3.10/threading.py\", line 953 in run\n"
+    "  File \"/usr/lib/python3.10/threading.py\", line 1016 in _bootstrap_inner\n"
+    "  File \"/usr/lib/python3.10/threading.py\", line 973 in _bootstrap\n"
+    "\n"
+    "Current thread 0x00007f2ea0870640 (most recent call first):\n"
+    "  File \"/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py\", line 2501 in all_reduce\n"
+    "  File \"/usr/local/lib/python3.10/dist-packages/torch/distributed/c10d_logger.py\", line 83 in wrapper\n";
+
+START_TEST(test_phase_other_threads_and_late_fallbacks_give_nothing)
+{
+    run_out o = run(SGLANG_3745);
+    ck_assert_int_eq(only(&o, CLS_SEGFAULT)->phase, PH_UNKNOWN);
+    done(&o);
+    /* the failing thread's own frame further out does decide (sgl-project/sglang#3451's caller) */
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s%s", SGLANG_3745,
+             "  File \"/home/tiger/.pyenv/versions/3.11.2/lib/python3.11/site-packages/sglang/srt/model_executor/"
+             "model_runner.py\", line 253 in init_torch_distributed\n");
+    o = run(buf);
+    const finding *f = only(&o, CLS_SEGFAULT);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "init_torch_distributed"));
+    done(&o);
+    /* the same dump with the failing thread listed first (faulthandler lists threads newest first):
+     * the other thread's block after it still gives nothing */
+    const char *cur = strstr(SGLANG_3745, "Current thread"), *oth = strstr(SGLANG_3745, "Thread 0x");
+    snprintf(buf, sizeof buf, "Fatal Python error: Segmentation fault\n\n%s\n%.*s", cur, (int)(cur - oth), oth);
+    o = run(buf);
+    ck_assert_int_eq(only(&o, CLS_SEGFAULT)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_phase_late_stack_never_overrides_a_traceback)
+{
+    /* a failure whose own traceback named the phase keeps it, whatever is printed below it */
+    const char *text = "Traceback (most recent call last):\n"
+                       "  File \"/opt/train.py\", line 9, in step\n"
+                       "    loss.backward()\n"
+                       "Fatal Python error: Segmentation fault\n"
+                       "\n"
+                       "Stack (most recent call first):\n"
+                       "  File \"/root/.conda/envs/py39/lib/python3.9/site-packages/vllm/worker/model_runner.py\", "
+                       "line 725 in capture_model\n";
+    run_out o = run(text);
+    const finding *f = only(&o, CLS_SEGFAULT);
+    ck_assert_int_eq(f->phase, PH_BACKWARD);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "loss.backward("));
+    done(&o);
+}
+END_TEST
+
+/* The phase API on its own: frames innermost first in a faulthandler stack, last in a traceback. */
+static void frame(phase_state *ps, const char *path, const char *func, const char *code, uint64_t line)
+{
+    phase_frame(ps, "", path, strlen(path), func, strlen(func), code, code ? strlen(code) : 0, line);
+}
+
+START_TEST(test_phase_faulthandler_order_is_innermost_first)
+{
+    pdb *db = phdb_new();
+    phase_state *ps = phase_new(db);
+    const char hdr[] = "Stack (most recent call first):";
+    phase_stack_header(ps, "", hdr, sizeof hdr - 1, 10);
+    frame(ps, "/site-packages/vllm/worker/model_runner.py", "capture_model", NULL, 11); /* innermost */
+    frame(ps, "/site-packages/vllm/entrypoints/llm.py", "generate", NULL, 12);
+    phase_answer a;
+    phase_decide(ps, "", 13, -1, -1, &a);
+    ck_assert_int_eq(a.phase, PH_MODEL_INIT);
+    ck_assert_ptr_nonnull(strstr(a.evidence, "faulthandler stack frame capture_model"));
+    /* the same frames as a Python traceback: there the last printed is the innermost */
+    phase_traceback(ps, "", 20);
+    frame(ps, "/site-packages/vllm/worker/model_runner.py", "capture_model", NULL, 21);
+    frame(ps, "/site-packages/vllm/entrypoints/llm.py", "generate", NULL, 22);
+    phase_decide(ps, "", 23, -1, -1, &a);
+    ck_assert_int_eq(a.phase, PH_ROLLOUT);
+    phase_free(ps);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_phase_c10_stack_header_keeps_the_python_traceback)
+{
+    /* pytorch/pytorch#149984: c10 prints its C++ stack under the Python exception with the same words */
+    pdb *db = phdb_new();
+    phase_state *ps = phase_new(db);
+    phase_traceback(ps, "", 1);
+    frame(ps, "/opt/train.py", "step", "loss.backward()", 2);
+    const char c10[] = "Exception raised from checkForNCCLErrorsInternal at "
+                       "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2501 (most recent call first):";
+    phase_stack_header(ps, "", c10, sizeof c10 - 1, 5);
+    phase_answer a;
+    phase_decide(ps, "", 6, -1, -1, &a);
+    ck_assert_int_eq(a.phase, PH_BACKWARD);
+    ck_assert_int_eq(phase_late(ps, "", 4, &a), 0); /* and it is no faulthandler stack */
+    phase_free(ps);
+    pdb_free(db);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("phase");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_phase_faulthandler_stack_below_failure_names_its_phase);
+    tcase_add_test(tc, test_phase_stack_of_another_stream_or_too_far_gives_nothing);
+    tcase_add_test(tc, test_phase_other_threads_and_late_fallbacks_give_nothing);
+    tcase_add_test(tc, test_phase_late_stack_never_overrides_a_traceback);
+    tcase_add_test(tc, test_phase_faulthandler_order_is_innermost_first);
+    tcase_add_test(tc, test_phase_c10_stack_header_keeps_the_python_traceback);
+    suite_add_tcase(s, tc);
+    return check_run(s);
+}
