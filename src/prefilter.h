@@ -1,11 +1,18 @@
 /* prefilter.h - find every occurrence of a set of literals in a buffer, fast (the only code that
- * touches every byte of the input). A skip-based multi-literal search in the Wu-Manber family: a
- * window as long as the shortest literal slides over the text, and a table keyed by the window's last
- * three bytes says how far it may jump; only windows whose last block ends some literal's prefix are
- * verified with memcmp. Logs rarely contain the failure literals, so most windows jump.
+ * touches every byte of the input).
+ *
+ * Two engines give the same hits in the same order:
+ * - Vectorscan (Hyperscan's portable fork), when the build found it: its literal matchers (FDR/Teddy)
+ *   run the whole set over 16/32-byte vectors; measured 2.2x faster than the portable engine on the
+ *   default database (docs/performance.md). Its hits come in end order; a small reorder buffer puts
+ *   them back in start order.
+ * - the portable engine, a skip-based search in the Wu-Manber family: a window as long as the
+ *   shortest literal slides over the text, and a table keyed by the window's last three bytes says how
+ *   far it may jump; only windows whose last block ends some literal's prefix are verified.
+ * Matching is byte-exact (case-sensitive), as the data files' literals are written.
  *
  * Ownership: prefilter_new copies the literals; the prefilter is read-only afterwards and may be used
- * by many threads at once. */
+ * by many threads at once (Vectorscan scratch space comes from an internal locked pool). */
 #ifndef OOMSCAN_PREFILTER_H
 #define OOMSCAN_PREFILTER_H
 
@@ -14,18 +21,29 @@
 
 typedef struct prefilter prefilter;
 
+typedef enum {
+    PREFILTER_AUTO,     /* Vectorscan when built in and it accepts the set, else portable */
+    PREFILTER_PORTABLE, /* always the portable engine (tests compare the two) */
+} prefilter_engine;
+
 /* Build over `n` literals (each at least PREFILTER_MIN_LITERAL bytes). NULL if out of memory or a
  * literal is too short. */
 #define PREFILTER_MIN_LITERAL 3
 prefilter *prefilter_new(const char *const *lits, size_t n);
+prefilter *prefilter_new_engine(const char *const *lits, size_t n, prefilter_engine engine);
 void prefilter_free(prefilter *pf);
+
+/* "vectorscan" or "portable": the engine this prefilter runs. */
+const char *prefilter_engine_name(const prefilter *pf);
 
 /* Hit callback: literal `lit` starts at `pos`. Return the position to resume from (pos + 1 to see every
  * hit, larger to skip), or SIZE_MAX to stop. */
 typedef size_t (*prefilter_hit_fn)(void *ud, size_t lit, size_t pos);
 
-/* Report, in increasing position order, every literal occurrence that starts in [from, end) of
- * `buf`. Bytes up to `avail` (>= end) may be read to verify a literal that crosses `end`. */
+/* Report every literal occurrence that starts in [from, end) of `buf`, in increasing position order
+ * and, at one position, in increasing literal index; after the callback returns r, hits starting in
+ * (pos, r) are not reported (other literals at the same pos still are). Bytes up to `avail` (>= end)
+ * may be read to verify a literal that crosses `end`. */
 void prefilter_scan(const prefilter *pf, const unsigned char *buf, size_t from, size_t end, size_t avail,
                     prefilter_hit_fn fn, void *ud);
 

@@ -28,6 +28,7 @@ static void setup(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/check_input.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    input_set_readahead(0); /* the default is on: these cases read in the caller's thread */
 }
 
 static void setup_readahead(void)

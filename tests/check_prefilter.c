@@ -102,6 +102,212 @@ START_TEST(test_prefilter_rejects_short_literal)
 }
 END_TEST
 
+/* ---- both engines: same hits, same order ---------------------------------------------------- */
+
+typedef struct {
+    size_t *lit, *pos, n, cap;
+    size_t skip_to; /* 0: see every hit; else resume there after the first hit */
+    size_t stop_after;
+} big_hits;
+
+static size_t collect_big(void *ud, size_t lit, size_t pos)
+{
+    big_hits *h = ud;
+    if (h->n < h->cap) {
+        h->lit[h->n] = lit;
+        h->pos[h->n] = pos;
+        h->n++;
+    }
+    if (h->stop_after && h->n == h->stop_after)
+        return SIZE_MAX;
+    if (h->skip_to && h->n == 1)
+        return h->skip_to;
+    return pos + 1;
+}
+
+static void big_init(big_hits *h, size_t cap)
+{
+    memset(h, 0, sizeof *h);
+    h->lit = calloc(cap, sizeof *h->lit);
+    h->pos = calloc(cap, sizeof *h->pos);
+    h->cap = cap;
+    ck_assert_ptr_nonnull(h->lit);
+    ck_assert_ptr_nonnull(h->pos);
+}
+
+static void big_free(big_hits *h)
+{
+    free(h->lit);
+    free(h->pos);
+}
+
+/* Every (position, literal) in the order the contract states: position, then literal index. */
+static size_t naive_all(const char *const *lits, size_t nl, const char *text, size_t from, size_t end, size_t avail,
+                        size_t *lit, size_t *pos, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = from; i < end; i++)
+        for (size_t l = 0; l < nl; l++) {
+            size_t len = strlen(lits[l]);
+            if (i + len <= avail && memcmp(text + i, lits[l], len) == 0 && k < cap) {
+                lit[k] = l;
+                pos[k] = i;
+                k++;
+            }
+        }
+    return k;
+}
+
+/* Scan with both engines (the portable one always; Vectorscan when built in) and compare each with
+ * the naive reference, hit by hit. */
+static void check_engines(const char *const *lits, size_t nl, const char *text, size_t from, size_t end, size_t avail,
+                          const char *what)
+{
+    size_t cap = 4 * (avail + 1) * nl + 16;
+    big_hits want;
+    big_init(&want, cap);
+    want.n = naive_all(lits, nl, text, from, end, avail, want.lit, want.pos, cap);
+    for (int e = 0; e < 2; e++) {
+        prefilter *pf = prefilter_new_engine(lits, nl, e ? PREFILTER_AUTO : PREFILTER_PORTABLE);
+        ck_assert_ptr_nonnull(pf);
+        big_hits got;
+        big_init(&got, cap);
+        prefilter_scan(pf, (const unsigned char *)text, from, end, avail, collect_big, &got);
+        ck_assert_msg(got.n == want.n, "%s (%s): %zu hits, want %zu", what, prefilter_engine_name(pf), got.n, want.n);
+        for (size_t i = 0; i < want.n; i++)
+            ck_assert_msg(got.pos[i] == want.pos[i] && got.lit[i] == want.lit[i],
+                          "%s (%s): hit %zu is literal %zu at %zu, want literal %zu at %zu", what,
+                          prefilter_engine_name(pf), i, got.lit[i], got.pos[i], want.lit[i], want.pos[i]);
+        big_free(&got);
+        prefilter_free(pf);
+    }
+    big_free(&want);
+}
+
+START_TEST(test_prefilter_engines_agree_on_edges_and_overlaps)
+{
+    /* overlapping literals: one inside another, sharing a start, sharing an end, self-overlapping */
+    const char *lits[] = {"out of memory", "CUDA out of memory", "out of memory. Tried to allocate", "memory",
+                          "aaaa", "Killed", "File \""};
+    const size_t nl = sizeof lits / sizeof *lits;
+    const char *cases[] = {
+        "Killed",                                  /* a literal that is the whole buffer */
+        "KilledKilled",                            /* back to back */
+        "aaaaaaaaa",                               /* self-overlapping: every start */
+        "CUDA out of memory. Tried to allocate 2.00 GiB\n", /* four literals over one region */
+        "x\n  File \"a.py\", line 1\nKilled\n",
+        "memory",                                  /* only the shortest */
+        "",
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t n = strlen(cases[c]);
+        check_engines(lits, nl, cases[c], 0, n ? n : 0, n, cases[c]);
+    }
+    /* regions that cut literals: a hit belongs to the region where it starts; avail bounds the read */
+    const char *t = "..CUDA out of memory. Tried to allocate..";
+    size_t n = strlen(t);
+    for (size_t from = 0; from < 6; from++)
+        for (size_t end = from + 1; end <= n; end += 3)
+            for (size_t avail = end; avail <= n; avail += 7)
+                check_engines(lits, nl, t, from, end, avail, "cut region");
+}
+END_TEST
+
+START_TEST(test_prefilter_engines_agree_on_random_text)
+{
+    /* a small alphabet makes literals occur often and overlap in every way */
+    const char *lits[] = {"abcab", "bca", "cabbage", "aaaa", "bbbbbbbbbbbbbbbbbbbb", "abc", "cab", "ccccab"};
+    const size_t nl = sizeof lits / sizeof *lits;
+    static char text[3000];
+    srand(11);
+    for (int round = 0; round < 40; round++) {
+        for (size_t i = 0; i < sizeof text; i++)
+            text[i] = "abcg"[rand() % (round % 2 ? 3 : 4)];
+        size_t end = 1 + (size_t)rand() % (sizeof text - 1);
+        check_engines(lits, nl, text, (size_t)rand() % 8 < end ? (size_t)rand() % 8 : 0, end, sizeof text, "random");
+    }
+}
+END_TEST
+
+START_TEST(test_prefilter_is_case_sensitive)
+{
+    const char *lits[] = {"Killed", "NCCL error"};
+    const char *text = "killed KILLED nccl error NCCL Error Killed NCCL error";
+    check_engines(lits, 2, text, 0, strlen(text), strlen(text), "case");
+    prefilter *pf = prefilter_new(lits, 2);
+    hits h = {0};
+    prefilter_scan(pf, (const unsigned char *)text, 0, strlen(text), strlen(text), collect, &h);
+    ck_assert_uint_eq(h.n, 2); /* only the exact spellings */
+    prefilter_free(pf);
+}
+END_TEST
+
+START_TEST(test_prefilter_skip_and_stop)
+{
+    const char *lits[] = {"abc", "bcd", "abcd"};
+    const char *text = "abcdabcdabcd";
+    for (int e = 0; e < 2; e++) {
+        prefilter *pf = prefilter_new_engine(lits, 3, e ? PREFILTER_AUTO : PREFILTER_PORTABLE);
+        big_hits h;
+        /* resume at 8 after the first hit: the other literal at 0 still comes, then only starts >= 8
+         * (abc and abcd at 8, bcd at 9) */
+        big_init(&h, 64);
+        h.skip_to = 8;
+        prefilter_scan(pf, (const unsigned char *)text, 0, strlen(text), strlen(text), collect_big, &h);
+        ck_assert_uint_eq(h.n, 5);
+        ck_assert_uint_eq(h.pos[0], 0);
+        ck_assert_uint_eq(h.lit[0], 0);
+        ck_assert_uint_eq(h.pos[1], 0);
+        ck_assert_uint_eq(h.lit[1], 2);
+        ck_assert_uint_eq(h.pos[2], 8);
+        ck_assert_uint_eq(h.pos[3], 8);
+        ck_assert_uint_eq(h.pos[4], 9);
+        ck_assert_uint_eq(h.lit[4], 1);
+        big_free(&h);
+        /* SIZE_MAX stops the scan at once */
+        big_init(&h, 64);
+        h.stop_after = 3;
+        prefilter_scan(pf, (const unsigned char *)text, 0, strlen(text), strlen(text), collect_big, &h);
+        ck_assert_uint_eq(h.n, 3);
+        big_free(&h);
+        prefilter_free(pf);
+    }
+}
+END_TEST
+
+START_TEST(test_prefilter_many_hits_in_a_large_buffer)
+{
+    /* a log where a frequent literal hits every line (Ray's actor prefixes): nothing lost over 1 MiB,
+     * and the reorder window of the Vectorscan engine never lets a hit out of order */
+    const char *lits[] = {"(WorkerDict pid=", "pid=", "Killed", "memory allocated (GB):", "ed (GB)"};
+    size_t n = 1u << 20;
+    char *text = malloc(n);
+    ck_assert_ptr_nonnull(text);
+    const char *line = "(WorkerDict pid=123) After update_actor, memory allocated (GB): 1.0 Killed\n";
+    size_t ll = strlen(line);
+    for (size_t i = 0; i < n; i++)
+        text[i] = line[i % ll];
+    check_engines(lits, 5, text, 0, n - 100, n, "1 MiB of hits");
+    free(text);
+}
+END_TEST
+
+START_TEST(test_prefilter_engine_in_use)
+{
+    const char *lits[] = {"Killed"};
+    prefilter *pf = prefilter_new(lits, 1);
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    ck_assert_str_eq(prefilter_engine_name(pf), "vectorscan");
+#else
+    ck_assert_str_eq(prefilter_engine_name(pf), "portable");
+#endif
+    prefilter_free(pf);
+    pf = prefilter_new_engine(lits, 1, PREFILTER_PORTABLE);
+    ck_assert_str_eq(prefilter_engine_name(pf), "portable");
+    prefilter_free(pf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("prefilter");
@@ -110,6 +316,12 @@ int main(void)
     tcase_add_test(tc, test_prefilter_random_text_matches_naive);
     tcase_add_test(tc, test_prefilter_respects_region_and_avail);
     tcase_add_test(tc, test_prefilter_rejects_short_literal);
+    tcase_add_test(tc, test_prefilter_engines_agree_on_edges_and_overlaps);
+    tcase_add_test(tc, test_prefilter_engines_agree_on_random_text);
+    tcase_add_test(tc, test_prefilter_is_case_sensitive);
+    tcase_add_test(tc, test_prefilter_skip_and_stop);
+    tcase_add_test(tc, test_prefilter_many_hits_in_a_large_buffer);
+    tcase_add_test(tc, test_prefilter_engine_in_use);
     suite_add_tcase(s, tc);
     return check_run(s);
 }
