@@ -87,6 +87,9 @@ typedef struct {
     oomscan_input_done_fn on_input; /* may be NULL */
     oomscan_progress_fn on_progress;
     void *ud;
+    /* The job these inputs belong to (a Slurm epilog knows it), copied: findings whose file name or
+     * message states no job carry it, so one job's findings from many nodes group. NULL: none. */
+    const char *job_id;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;
@@ -112,20 +115,70 @@ size_t oomscan_scan_finding_count(const oomscan_scan *scan);
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-typedef enum { OOMSCAN_FMT_TEXT, OOMSCAN_FMT_JSON, OOMSCAN_FMT_NDJSON } oomscan_format;
+typedef enum { OOMSCAN_FMT_TEXT, OOMSCAN_FMT_JSON, OOMSCAN_FMT_NDJSON, OOMSCAN_FMT_TICKET } oomscan_format;
+
+/* OOMSCAN_FMT_TICKET writes one JSON object per line per root finding (docs/ticketing.md): oomscan's
+ * own ticket, or the request body of GitHub's or Jira's create-issue call. */
+typedef enum { OOMSCAN_TICKET_PLAIN, OOMSCAN_TICKET_GITHUB, OOMSCAN_TICKET_JIRA } oomscan_ticket_style;
 
 typedef struct {
     oomscan_format format;
     int color;   /* text only: ANSI colour */
     int verbose; /* text only: every finding in full, not just the cascade summary */
+    oomscan_ticket_style ticket_style; /* ticket only */
+    const char *jira_project;   /* jira style: fields.project.key, required (else OOMSCAN_ERR_USAGE) */
+    const char *jira_issuetype; /* jira style: fields.issuetype.name; NULL means "Bug" */
 } oomscan_output;
 
 /* Write the whole result. For NDJSON, writes every finding not yet written or changed since. */
 oomscan_status oomscan_scan_write(oomscan_scan *scan, const oomscan_output *out, oomscan_write_fn fn,
                                   void *ud);
 
-/* NDJSON streaming: write findings that are new or changed since the last call (after an input). */
+/* NDJSON streaming: write findings that are new or changed since the last call (after an input):
+ * a "finding" record the first time an id is written, an "update" record when what it says changed
+ * (docs/streaming.md). With a state (oomscan_scan_use_state), ids reported by earlier runs count as
+ * written. */
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *scan, oomscan_write_fn fn, void *ud);
+
+/* ---- live streams, incremental runs, merging (docs/streaming.md) ---------------------------- */
+
+/* Read a live stream: `path` "-" (stdin: a pipe, a socket) or a file; with `follow`, keep reading the
+ * file as it grows, through rotation (a new inode at the path) and truncation, until cancelled. NDJSON
+ * records go to `fn` as soon as each finding is complete (`flush_ms` of quiet, 0 = 2000, or enough
+ * lines after it), one call per record; updates follow when later input changes a finding. Returns
+ * after the end of the stream or oomscan_scan_cancel(), having written every record (the last record
+ * per id is the final state). Plain text only: compressed data is an input error. Use on a fresh scan,
+ * instead of oomscan_scan_paths. */
+oomscan_status oomscan_scan_stream(oomscan_scan *scan, const char *path, int follow, unsigned flush_ms,
+                                   oomscan_write_fn fn, void *ud, oomscan_diag *diag);
+
+/* Ask a running oomscan_scan_stream to stop: it scans what it has, writes what is pending and
+ * returns. Async-signal-safe (call it from a SIGTERM handler). */
+void oomscan_scan_cancel(oomscan_scan *scan);
+
+/* Combine NDJSON records written by other oomscan runs (files, or "-" for stdin; finding and update
+ * records, the last per id winning) into this scan, as if their logs had been scanned here, in this
+ * order, after this scan's own inputs. Roles and ids are elected again when written. A file that cannot
+ * be read or a record that cannot be used is an input error (see oomscan_scan_input_errors); the
+ * rest goes on. Associative: merging merged output gives the same result. */
+oomscan_status oomscan_scan_merge(oomscan_scan *scan, const char *const *paths, size_t n, oomscan_diag *diag);
+
+/* An incremental-run state file (--state): per input how far it was read and what was found, and
+ * which findings were already reported. Opening locks it (a lock file beside it) until freed, so
+ * concurrent runs take turns; a missing file is an empty state; an unusable one is ignored with a
+ * warning (everything is then read again, and what was reported is still not repeated when the
+ * table of reported ids could be read). */
+typedef struct oomscan_state oomscan_state;
+oomscan_status oomscan_state_open(oomscan_state **out, const char *path, oomscan_diag *diag);
+/* Why the state file was ignored, or NULL. Borrowed. */
+const char *oomscan_state_warning(const oomscan_state *state);
+/* Use the state for this scan: call before oomscan_scan_paths. Inputs that are plain files it knows
+ * and that only grew are read from where the last run stopped. */
+oomscan_status oomscan_scan_use_state(oomscan_scan *scan, oomscan_state *state);
+/* Write the state after the scan's output was written: atomically (temporary file and rename). */
+oomscan_status oomscan_state_save(oomscan_state *state, oomscan_scan *scan, oomscan_diag *diag);
+/* Release the lock and free. NULL-safe. */
+void oomscan_state_free(oomscan_state *state);
 
 /* Render checklist `id` (e.g. "cuda_oom-backward") as Markdown. OOMSCAN_ERR_USAGE if unknown. */
 oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud,

@@ -100,6 +100,14 @@ static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, siz
         if (!got)
             continue;
         matcher_values(m, idx, msg, ml, got);
+        /* "next": the lines after the sample, for a pattern's "continuation" regexes */
+        const cJSON *nx;
+        int nk = 0;
+        cJSON_ArrayForEach(nx, cJSON_GetObjectItemCaseSensitive(s, "next"))
+        {
+            if (cJSON_IsString(nx) && nk++ < p->cont_lines)
+                matcher_continuation(m, idx, nx->valuestring, strlen(nx->valuestring), got);
+        }
         const cJSON *e;
         cJSON_ArrayForEach(e, expect)
         {

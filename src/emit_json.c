@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "remedy.h"
+#include "report.h"
 #include "session.h"
 #include "timefmt.h"
 
@@ -54,13 +55,14 @@ static void add_str_or_num(cJSON *o, const char *key, const char *v)
         cJSON_AddStringToObject(o, key, v);
 }
 
-static void title_of(const finding *f, char *buf, size_t cap)
+const char *session_scan_job(const struct oomscan_scan *s)
 {
-    const char *t = f->pattern->title ? f->pattern->title : tax_class_human(f->cls);
-    if (f->phase != PH_UNKNOWN)
-        snprintf(buf, cap, "%s during %s", t, tax_phase_human(f->phase));
-    else
-        snprintf(buf, cap, "%s", t);
+    return s->job_given[0] ? s->job_given : s->job_conflict ? "" : s->job_id;
+}
+
+const char *session_job_id(const struct oomscan_scan *s, const finding *f)
+{
+    return f->job_id[0] ? f->job_id : session_scan_job(s);
 }
 
 cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
@@ -70,7 +72,7 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     if (!o)
         return NULL;
     char title[320];
-    title_of(f, title, sizeof title);
+    report_title(f, title, sizeof title);
     int fw = session_framework(s, f);
     cJSON_AddStringToObject(o, "id", f->id);
     cJSON_AddStringToObject(o, "class", tax_class_name(f->cls));
@@ -84,7 +86,7 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     for (size_t k = 0; ev && k < f->n_evidence; k++)
         cJSON_AddItemToArray(ev, cJSON_CreateString(f->evidence[k]));
     cJSON_AddItemToObject(o, "memory", cJSON_Duplicate(f->memory, 1));
-    cJSON_AddItemToObject(o, "remediation", remedy_json(s->db->p, f, fw));
+    cJSON_AddItemToObject(o, "remediation", remedy_json_config(s->db->p, f, fw, s->st->config, session_job_id(s, f)));
     cJSON *diag = remedy_diagnosis_json(f);
     if (diag)
         cJSON_AddItemToObject(o, "diagnosis", diag);
@@ -100,8 +102,7 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     cJSON_AddItemToObject(o, "last", loc_json(&f->last));
     cJSON *ctx = cJSON_AddObjectToObject(o, "context");
     if (ctx) {
-        const char *job = f->job_id[0] ? f->job_id : (s->job_conflict ? "" : s->job_id);
-        add_str_or_num(ctx, "job_id", job);
+        add_str_or_num(ctx, "job_id", session_job_id(s, f));
         add_str_or_num(ctx, "host", f->host);
         add_str_or_num(ctx, "rank", f->rank);
         add_str_or_num(ctx, "local_rank", f->local_rank);

@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "remedy.h"
+#include "report.h"
 #include "session.h"
-#include "timefmt.h"
-#include "values.h"
 
 typedef struct {
     oomscan_write_fn fn;
@@ -41,60 +40,31 @@ static const char *c_(const out *o, const char *code) { return o->color ? code :
 #define DIM "\033[2m"
 #define RST "\033[0m"
 
-static void where(const finding *f, char *buf, size_t cap)
+/* An Xid finding says in words what the code means and where the fault usually is, from NVIDIA's
+ * catalog (patterns/context/xid.json), so that "79" is read as "replace or reseat this GPU". */
+static void xid_line(out *o, const finding *f)
 {
-    snprintf(buf, cap, "%s%s%s:%llu", f->first.path, f->first.member ? ":" : "", f->first.member ? f->first.member : "",
-             (unsigned long long)f->first.line);
-}
-
-/* The numbers in human units, in the order people read them. */
-static void numbers(const finding *f, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    size_t len = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, f->memory)
-    {
-        char v[96];
-        size_t kl = strlen(it->string);
-        if (cJSON_IsNumber(it) && kl > 6 && strcmp(it->string + kl - 6, "_bytes") == 0)
-            values_human_bytes(it->valuedouble, v, sizeof v);
-        else if (cJSON_IsNumber(it))
-            snprintf(v, sizeof v, "%.15g", it->valuedouble);
-        else if (cJSON_IsString(it))
-            snprintf(v, sizeof v, "%s", it->valuestring);
-        else if (cJSON_IsArray(it))
-            snprintf(v, sizeof v, "%d entries", cJSON_GetArraySize(it));
-        else
-            continue;
-        int n = snprintf(buf + len, cap - len, "%s%s=%s", len ? ", " : "", it->string, v);
-        if (n < 0 || (size_t)n >= cap - len)
-            break;
-        len += (size_t)n;
-    }
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(f->memory, "xid");
+    const char *meaning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->memory, "xid_meaning"));
+    const char *cause = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->memory, "xid_cause"));
+    if (!cJSON_IsNumber(x) || !meaning || !cause)
+        return;
+    const char *hint = strcmp(cause, "hardware") == 0      ? "usually faulty hardware: drain the node, have the GPU checked or replaced"
+                       : strcmp(cause, "application") == 0 ? "usually a bug in the program or its input, not the GPU"
+                       : strcmp(cause, "driver") == 0      ? "usually the driver or GPU firmware: update it, reset the GPU"
+                                                           : "a follow-on report: look for the error before it";
+    w(o, "  Xid %.0f: %s (%s)\n", x->valuedouble, meaning, hint);
 }
 
 static void sentence(out *o, const struct oomscan_scan *s, const finding *f)
 {
-    char loc[1200], tm[64] = "", nums[1024];
-    where(f, loc, sizeof loc);
-    if (f->first.has_time)
-        timefmt_format(&f->first.time, tm, sizeof tm);
-    numbers(f, nums, sizeof nums);
+    char loc[1200], nums[1024], what[1600];
+    report_where(f, loc, sizeof loc);
+    report_numbers(f, nums, sizeof nums);
+    report_sentence(f, what, sizeof what);
     int fw = session_framework(s, f);
-    w(o, "%s%sRoot cause:%s %s%s", c_(o, BOLD), c_(o, RED), c_(o, RST), c_(o, BOLD),
-      f->pattern->title ? f->pattern->title : tax_class_human(f->cls));
-    if (f->phase != PH_UNKNOWN)
-        w(o, " during %s", tax_phase_human(f->phase));
-    else
-        w(o, " (phase not stated in the log)");
-    if (tm[0])
-        w(o, " at %s", tm);
-    if (f->rank[0])
-        w(o, " on rank %s", f->rank);
-    if (f->host[0])
-        w(o, " (host %s)", f->host);
-    w(o, "%s [%s, %s]\n", c_(o, RST), tax_class_name(f->cls), fw != FW_UNKNOWN ? tax_framework_name((tax_framework)fw) : "framework unknown");
+    w(o, "%s%sRoot cause:%s %s%s%s [%s, %s]\n", c_(o, BOLD), c_(o, RED), c_(o, RST), c_(o, BOLD), what, c_(o, RST),
+      tax_class_name(f->cls), fw != FW_UNKNOWN ? tax_framework_name((tax_framework)fw) : "framework unknown");
     w(o, "  at %s", loc);
     if (f->occurrences > 1)
         w(o, ", seen %llu times", (unsigned long long)f->occurrences);
@@ -103,6 +73,7 @@ static void sentence(out *o, const struct oomscan_scan *s, const finding *f)
     w(o, "\n");
     if (nums[0])
         w(o, "  numbers: %s\n", nums);
+    xid_line(o, f);
     if (f->phase_evidence)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), f->phase_evidence, c_(o, RST));
     if (f->n_evidence)
@@ -126,7 +97,7 @@ static void advice(out *o, const struct oomscan_scan *s, const finding *f)
         cJSON_Delete(d);
     }
     int fw = session_framework(s, f);
-    cJSON *r = remedy_json(s->db->p, f, fw);
+    cJSON *r = remedy_json_config(s->db->p, f, fw, s->st->config, session_job_id(s, f));
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(r, "steps");
     if (cJSON_GetArraySize(steps) > 0) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
@@ -144,9 +115,12 @@ static void advice(out *o, const struct oomscan_scan *s, const finding *f)
             cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
             {
                 const cJSON *k = cJSON_GetObjectItemCaseSensitive(set, "key");
-                const cJSON *ch = cJSON_GetObjectItemCaseSensitive(set, "change");
-                if (cJSON_IsString(k))
-                    w(o, "       %s: %s\n", k->valuestring, cJSON_IsString(ch) ? ch->valuestring : "");
+                if (!cJSON_IsString(k))
+                    continue;
+                /* the job's own value when the log printed it: "32 -> 16" */
+                char change[512];
+                report_setting_change(set, change, sizeof change);
+                w(o, "       %s: %s\n", k->valuestring, change);
             }
         }
     }
@@ -173,32 +147,14 @@ oomscan_status session_write_text(const struct oomscan_scan *s, int color, int v
         sentence(&o, s, f);
         advice(&o, s, f);
         /* the cascade that follows from this root, counted by class */
-        size_t counts[CLS__COUNT] = {0};
-        uint64_t occ[CLS__COUNT] = {0};
-        size_t total = 0;
-        for (size_t k = 0; k < st->n; k++)
-            if (!st->f[k].is_root && st->f[k].caused_by == (long)order[i]) {
-                counts[st->f[k].cls]++;
-                occ[st->f[k].cls] += st->f[k].occurrences;
-                total++;
-            }
-        if (total) {
+        report_cascade_row rows[CLS__COUNT];
+        if (report_cascade(st, order[i], rows)) {
             w(&o, "  %sThen, as consequences:%s\n", c_(&o, YEL), c_(&o, RST));
-            for (int c = 0; c < CLS__COUNT; c++) {
-                if (!counts[c])
-                    continue;
-                char ranks[512] = "";
-                size_t rl = 0;
-                for (size_t k = 0; k < st->n; k++) {
-                    const finding *g = &st->f[k];
-                    if (g->is_root || g->caused_by != (long)order[i] || (int)g->cls != c)
-                        continue;
-                    for (size_t r = 0; r < g->ranks.n && rl + 16 < sizeof ranks; r++)
-                        rl += (size_t)snprintf(ranks + rl, sizeof ranks - rl, "%s%s", rl ? "," : "", g->ranks.items[r]);
-                }
-                w(&o, "    %-22s %llu line(s) in %zu finding(s)%s%s\n", tax_class_name((tax_class)c),
-                  (unsigned long long)occ[c], counts[c], rl ? ", ranks " : "", ranks);
-            }
+            for (int c = 0; c < CLS__COUNT; c++)
+                if (rows[c].findings)
+                    w(&o, "    %-22s %llu line(s) in %zu finding(s)%s%s\n", tax_class_name((tax_class)c),
+                      (unsigned long long)rows[c].lines, rows[c].findings, rows[c].ranks[0] ? ", ranks " : "",
+                      rows[c].ranks);
         }
     }
     if (verbose && st->n > 0) {
@@ -206,8 +162,8 @@ oomscan_status session_write_text(const struct oomscan_scan *s, int color, int v
         for (size_t i = 0; i < st->n; i++) {
             const finding *f = &st->f[order[i]];
             char loc[1200], nums[1024];
-            where(f, loc, sizeof loc);
-            numbers(f, nums, sizeof nums);
+            report_where(f, loc, sizeof loc);
+            report_numbers(f, nums, sizeof nums);
             w(&o, "  [%s] %s %s (%s) at %s, %llu time(s)%s%s\n", f->is_root ? "root" : "consequence",
               tax_class_name(f->cls), tax_phase_name(f->phase), f->id, loc, (unsigned long long)f->occurrences,
               nums[0] ? "; " : "", nums);

@@ -10,37 +10,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "oomscan.h"
+#include "progress.h"
 
 #define EXIT_NONE 0
 #define EXIT_FOUND 1
 #define EXIT_TROUBLE 2
 
+/* One screen (at most 24 lines of at most 80 columns) listing every option; docs/oomscan.1 has the
+ * rest. tests/conventions.sh holds it to that. */
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: oomscan [options] PATH...      (PATH: file, directory, archive, or - for stdin)\n"
-            "\n"
-            "Tells why a GPU training job died: reads its logs (plain, gzip, zstd, xz, bzip2, tar, zip;\n"
-            "directories recursively) and reports each failure, its pipeline phase, the root cause and\n"
-            "what to change.\n"
-            "\n"
-            "  -f, --format FMT       text (default), json or ndjson\n"
-            "  -o, --output FILE      write the report to FILE (atomically) instead of stdout\n"
-            "  -j, --jobs N           scan N inputs in parallel (default: all cores)\n"
-            "  -v, --verbose          text: list every finding, not only the root causes\n"
-            "      --color WHEN       auto (default), always, never; NO_COLOR turns it off\n"
-            "      --patterns DIR     add the data files in DIR (a pattern with the same id replaces ours)\n"
-            "      --check-patterns [DIR]  validate the database (or DIR alone) and run every sample\n"
-            "      --list-patterns    list the loaded patterns\n"
-            "      --explain ID       print remediation checklist ID (\"list\" lists them)\n"
-            "  -q, --quiet            no messages on stderr about unreadable inputs\n"
-            "  -V, --version          print the version\n"
-            "  -h, --help             this help\n"
-            "\n"
-            "Exit status: 0 no failure found, 1 failure(s) found, 2 usage error or unreadable input.\n");
+    fputs("usage: oomscan [OPTION]... [PATH]...  PATH: file, directory, archive, - (stdin)\n"
+          "       oomscan merge [OPTION]... [NDJSON]...  combine per-node NDJSON output\n"
+          "Tells why a GPU training job died, from its logs. More: man oomscan.\n"
+          "\n"
+          "  -f, --format FMT        text (default), json, ndjson or ticket\n"
+          "  -o, --output FILE       write the report to FILE, atomically\n"
+          "  -j, --jobs N            scan N inputs in parallel (default: all cores)\n"
+          "  -v, --verbose           text: every finding, not only the root causes\n"
+          "  -q, --quiet             no messages about unreadable inputs\n"
+          "      --color WHEN        auto (default), always or never; NO_COLOR: never\n"
+          "      --job-id ID         the job's id, for findings whose logs state none\n"
+          "      --follow FILE       follow FILE as it grows (NDJSON as findings complete)\n"
+          "      --state FILE        report only what earlier runs with FILE did not\n"
+          "      --ticket-style S    plain (default), github or jira; implies -f ticket\n"
+          "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
+          "      --patterns DIR      add the pattern data files in DIR\n"
+          "      --check-patterns [DIR]  check the database (or DIR alone), run samples\n"
+          "      --list-patterns     list the loaded patterns\n"
+          "      --explain ID        print remediation checklist ID (\"list\" lists them)\n"
+          "  -V, --version           print the version\n"
+          "  -h, --help              print this help\n"
+          "\n"
+          "Exit status: 0 no failure found, 1 failure(s) found, 2 usage error or\n"
+          "an input that could not be read.\n",
+          f);
 }
 
 /* ---- output sinks ------------------------------------------------------------------------ */
@@ -86,26 +94,69 @@ static void print_problem(void *ud, const oomscan_check_problem *p)
 
 /* ---- main -------------------------------------------------------------------------------- */
 
-enum { OPT_COLOR = 256, OPT_PATTERNS, OPT_CHECK, OPT_LIST, OPT_EXPLAIN };
+/* Long options without a short form. */
+enum {
+    OPT_COLOR = 256,
+    OPT_PATTERNS,
+    OPT_CHECK,
+    OPT_LIST,
+    OPT_EXPLAIN,
+    OPT_TICKET_STYLE,
+    OPT_JIRA_PROJECT,
+    OPT_JOB_ID,
+    OPT_FOLLOW,
+    OPT_STATE,
+};
+
+/* SIGTERM / SIGINT while streaming: stop reading, write what is complete, exit as usual. */
+static oomscan_scan *volatile g_streaming;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    oomscan_scan_cancel(g_streaming);
+}
 
 int main(int argc, char **argv)
 {
+    /* One option a line; every one is listed by usage(), docs/oomscan.1 and the bash completion
+     * (tests/manpage.sh checks). "colour" is an alias and listed nowhere. */
     static const struct option longopts[] = {
-        {"format", required_argument, NULL, 'f'},   {"output", required_argument, NULL, 'o'},
-        {"jobs", required_argument, NULL, 'j'},     {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},          {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},           {"color", required_argument, NULL, OPT_COLOR},
-        {"colour", required_argument, NULL, OPT_COLOR}, {"patterns", required_argument, NULL, OPT_PATTERNS},
-        {"check-patterns", no_argument, NULL, OPT_CHECK}, {"list-patterns", no_argument, NULL, OPT_LIST},
-        {"explain", required_argument, NULL, OPT_EXPLAIN}, {NULL, 0, NULL, 0},
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {"color", required_argument, NULL, OPT_COLOR},
+        {"colour", required_argument, NULL, OPT_COLOR},
+        {"patterns", required_argument, NULL, OPT_PATTERNS},
+        {"check-patterns", no_argument, NULL, OPT_CHECK},
+        {"list-patterns", no_argument, NULL, OPT_LIST},
+        {"explain", required_argument, NULL, OPT_EXPLAIN},
+        {"ticket-style", required_argument, NULL, OPT_TICKET_STYLE},
+        {"jira-project", required_argument, NULL, OPT_JIRA_PROJECT},
+        {"job-id", required_argument, NULL, OPT_JOB_ID},
+        {"follow", required_argument, NULL, OPT_FOLLOW},
+        {"state", required_argument, NULL, OPT_STATE},
+        {NULL, 0, NULL, 0},
     };
     oomscan_output out = {.format = OOMSCAN_FMT_TEXT};
-    const char *outfile = NULL, *explain = NULL;
+    const char *outfile = NULL, *explain = NULL, *job_id = NULL;
     const char *user_dirs[32];
     size_t n_user = 0;
     int color_mode = 0; /* 0 auto, 1 always, -1 never */
     int check = 0, list = 0, quiet = 0;
     long jobs = 0;
+    const char *follow = NULL, *state_file = NULL;
+    /* `oomscan merge ...`: the inputs are NDJSON from other runs; output NDJSON unless told otherwise */
+    int merge_mode = argc > 1 && strcmp(argv[1], "merge") == 0, format_given = 0;
+    if (merge_mode) {
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "f:o:j:vqVh", longopts, NULL)) != -1) {
         switch (c) {
@@ -116,8 +167,10 @@ int main(int argc, char **argv)
                 out.format = OOMSCAN_FMT_JSON;
             else if (strcmp(optarg, "ndjson") == 0)
                 out.format = OOMSCAN_FMT_NDJSON;
+            else if (strcmp(optarg, "ticket") == 0)
+                out.format = OOMSCAN_FMT_TICKET;
             else {
-                fprintf(stderr, "oomscan: unknown format '%s' (text, json or ndjson)\n", optarg);
+                fprintf(stderr, "oomscan: unknown format '%s' (text, json, ndjson or ticket)\n", optarg);
                 return EXIT_TROUBLE;
             }
             break;
@@ -159,8 +212,53 @@ int main(int argc, char **argv)
         case OPT_CHECK: check = 1; break;
         case OPT_LIST: list = 1; break;
         case OPT_EXPLAIN: explain = optarg; break;
+        case OPT_TICKET_STYLE:
+            if (strcmp(optarg, "plain") == 0)
+                out.ticket_style = OOMSCAN_TICKET_PLAIN;
+            else if (strcmp(optarg, "github") == 0)
+                out.ticket_style = OOMSCAN_TICKET_GITHUB;
+            else if (strcmp(optarg, "jira") == 0)
+                out.ticket_style = OOMSCAN_TICKET_JIRA;
+            else {
+                fprintf(stderr, "oomscan: --ticket-style takes plain, github or jira\n");
+                return EXIT_TROUBLE;
+            }
+            out.format = OOMSCAN_FMT_TICKET;
+            break;
+        case OPT_JIRA_PROJECT: out.jira_project = optarg; break;
+        case OPT_JOB_ID:
+            if (!*optarg || strlen(optarg) > 31) {
+                fprintf(stderr, "oomscan: --job-id takes 1 to 31 characters\n");
+                return EXIT_TROUBLE;
+            }
+            job_id = optarg;
+            break;
+        case OPT_FOLLOW: follow = optarg; break;
+        case OPT_STATE: state_file = optarg; break;
         default: usage(stderr); return EXIT_TROUBLE;
         }
+        if (c == 'f' || c == OPT_TICKET_STYLE)
+            format_given = 1;
+    }
+    if (merge_mode && !format_given)
+        out.format = OOMSCAN_FMT_NDJSON;
+    if ((follow || state_file) && (merge_mode || (out.format != OOMSCAN_FMT_NDJSON))) {
+        fprintf(stderr, "oomscan: --follow and --state go with --format ndjson (and not with merge)\n");
+        return EXIT_TROUBLE;
+    }
+    if (follow && (state_file || optind < argc)) {
+        fprintf(stderr, "oomscan: --follow FILE reads that one file: no other PATH, no --state\n");
+        return EXIT_TROUBLE;
+    }
+    if (out.format == OOMSCAN_FMT_TICKET && out.ticket_style == OOMSCAN_TICKET_JIRA) {
+        if (!out.jira_project)
+            out.jira_project = getenv("OOMSCAN_JIRA_PROJECT");
+        if (!out.jira_project || !*out.jira_project) {
+            fprintf(stderr, "oomscan: --ticket-style jira needs --jira-project KEY or OOMSCAN_JIRA_PROJECT\n");
+            return EXIT_TROUBLE;
+        }
+        const char *type = getenv("OOMSCAN_JIRA_ISSUETYPE");
+        out.jira_issuetype = type && *type ? type : NULL;
     }
     /* A closed pipe (| head) ends the program quietly through a failed write, not a signal. */
     signal(SIGPIPE, SIG_IGN);
@@ -219,7 +317,7 @@ int main(int argc, char **argv)
     const char *stdin_only[] = {"-"};
     const char *const *paths = (const char *const *)argv + optind;
     size_t n_paths = (size_t)(argc - optind);
-    if (n_paths == 0) {
+    if (n_paths == 0 && !follow) {
         if (isatty(STDIN_FILENO)) {
             usage(stderr);
             oomscan_db_free(db);
@@ -259,17 +357,53 @@ int main(int argc, char **argv)
         out.color = 0;
 
     stream_ctx sctx = {.out = dest};
-    oomscan_options opt = {.jobs = (unsigned)jobs};
+    oomscan_options opt = {.jobs = (unsigned)jobs, .job_id = job_id};
+    /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
+    int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
+    if (show_progress)
+        opt.on_progress = progress_update;
     if (out.format == OOMSCAN_FMT_NDJSON) {
         opt.on_input = on_input_done;
         opt.ud = &sctx;
     }
     oomscan_scan *scan = NULL;
+    oomscan_state *state = NULL;
     st = oomscan_scan_new(&scan, db, &opt, &diag);
     sctx.scan = scan;
-    if (!st)
+    /* A live stream (--follow, or NDJSON from a pipe): records go out as findings complete. */
+    struct stat in_sb;
+    int live = follow || (out.format == OOMSCAN_FMT_NDJSON && !merge_mode && !state_file && n_paths == 1 &&
+                          strcmp(paths[0], "-") == 0 && fstat(STDIN_FILENO, &in_sb) == 0 && !S_ISREG(in_sb.st_mode));
+    if (!st && state_file) {
+        st = oomscan_state_open(&state, state_file, &diag);
+        if (!st && oomscan_state_warning(state) && !quiet)
+            fprintf(stderr, "oomscan: %s\n", oomscan_state_warning(state));
+        if (!st)
+            st = oomscan_scan_use_state(scan, state);
+    }
+    if (!st && merge_mode) {
+        st = oomscan_scan_merge(scan, paths, n_paths, &diag);
+    } else if (!st && live) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal; /* no SA_RESTART: a blocked read returns and sees the stop */
+        sigemptyset(&sa.sa_mask);
+        g_streaming = scan;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, write_ndjson_flush, dest, &diag);
+        if (st == OOMSCAN_ERR_IO) {
+            sctx.broken = 1; /* the reader went away */
+            st = OOMSCAN_OK;
+        }
+    } else if (!st) {
+        if (show_progress)
+            progress_begin(stderr, paths, n_paths);
         st = oomscan_scan_paths(scan, paths, n_paths, &diag);
-    int rc = EXIT_NONE;
+        if (show_progress)
+            progress_end();
+    }
+    int rc = EXIT_NONE, report_out = 0;
     if (st) {
         fprintf(stderr, "oomscan: %s\n", diag.msg);
         rc = EXIT_TROUBLE;
@@ -285,12 +419,19 @@ int main(int argc, char **argv)
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
             rc = EXIT_TROUBLE;
-        if (fflush(dest) != 0 || wst != OOMSCAN_OK || sctx.broken) {
+        int write_failed = fflush(dest) != 0 || wst != OOMSCAN_OK || sctx.broken;
+        if (write_failed) {
             /* a closed pipe is the reader's choice, not an error worth a message */
             if (errno != EPIPE && outfile) {
                 fprintf(stderr, "oomscan: %s: write failed: %s\n", outfile, strerror(errno));
                 rc = EXIT_TROUBLE;
             }
+        }
+        /* The state moves on only once the report is out: a lost report is reported again next time. */
+        report_out = !st && !write_failed;
+        if (state && report_out && !outfile && oomscan_state_save(state, scan, &diag) != OOMSCAN_OK) {
+            fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);
+            rc = EXIT_TROUBLE;
         }
     }
     if (outfile) {
@@ -299,9 +440,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "oomscan: %s: cannot write: %s\n", outfile, strerror(errno));
             unlink(tmpname);
             rc = EXIT_TROUBLE;
+            report_out = 0;
         }
         free(tmpname);
     }
+    if (state && outfile && report_out && oomscan_state_save(state, scan, &diag) != OOMSCAN_OK) {
+        fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);
+        rc = EXIT_TROUBLE;
+    }
+    oomscan_state_free(state);
+    g_streaming = NULL;
     oomscan_scan_free(scan);
     oomscan_db_free(db);
     return rc;

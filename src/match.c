@@ -126,6 +126,13 @@ int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *
     put_ud u = {p, obj};
     if (for_each_name(m, p->re, text, put_fn, &u))
         return -1;
+    /* An Xid code alone says little to most readers: add what NVIDIA's catalog says it means and
+     * whether it usually points at the hardware or at the program (patterns/context/xid.json). */
+    const cJSON *xid = cJSON_GetObjectItemCaseSensitive(obj, "xid");
+    const pdb_xid *xe = cJSON_IsNumber(xid) ? pdb_xid_lookup(m->db, (long)xid->valuedouble) : NULL;
+    if (xe && (!cJSON_AddStringToObject(obj, "xid_meaning", xe->meaning) ||
+               !cJSON_AddStringToObject(obj, "xid_cause", xe->cause)))
+        return -1;
     for (size_t k = 0; k < p->n_lists; k++) {
         cJSON *arr = cJSON_CreateArray();
         if (!arr)
@@ -150,6 +157,43 @@ int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *
             cJSON_Delete(arr);
     }
     return 0;
+}
+
+typedef struct {
+    const pdb_pattern *p;
+    cJSON *obj;
+    int added;
+} cont_ud;
+
+static int cont_fn(void *ud, const char *name, const char *val, size_t n)
+{
+    cont_ud *u = ud;
+    if (cJSON_GetObjectItemCaseSensitive(u->obj, name))
+        return 0; /* the matched line said it first */
+    cJSON *v = values_convert(name, val, n, pdb_unit_for(u->p, name));
+    if (!v)
+        return -1;
+    cJSON_AddItemToObject(u->obj, name, v);
+    u->added++;
+    return 0;
+}
+
+int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, cJSON *obj)
+{
+    const pdb_pattern *p = &m->db->patterns[idx];
+    if (p->n_conts == 0)
+        return 0;
+    line_ctx ctx;
+    size_t ml;
+    const char *msg = matcher_strip(m, line, len, &ml, &ctx);
+    cont_ud u = {p, obj, 0};
+    for (size_t k = 0; k < p->n_conts; k++) {
+        if (!p->conts[k].re || run(m, p->conts[k].re, msg, ml, 0) < 0)
+            continue;
+        if (for_each_name(m, p->conts[k].re, msg, cont_fn, &u))
+            return -1;
+    }
+    return u.added;
 }
 
 /* ---- prefixes ---------------------------------------------------------------------------- */

@@ -36,6 +36,11 @@ int matcher_try(matcher *m, size_t idx, const char *text, size_t len);
  * by docs/data-formats.md, plus the pattern's lists. Returns 0, or -1 when out of memory. */
 int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *obj);
 
+/* Run pattern `idx`'s "continuation" regexes on one following line (its prefixes stripped here) and
+ * add the named captures whose key `obj` does not hold yet. Returns how many values were added, or
+ * -1 when out of memory. Clobbers the last match (call matcher_span first). */
+int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, cJSON *obj);
+
 /* Start and end of the last match. */
 void matcher_span(const matcher *m, size_t *start, size_t *end);
 

@@ -17,7 +17,9 @@
 #include "phase.h"
 #include "scan.h"
 #include "session.h"
+#include "state.h"
 #include "status.h"
+#include "stream.h"
 
 /* ---- database ------------------------------------------------------------------------------ */
 
@@ -92,6 +94,15 @@ oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const 
     s->db = db;
     if (opt)
         s->opt = *opt;
+    if (opt && opt->job_id) {
+        if (strlen(opt->job_id) >= sizeof s->job_given) {
+            story_free(s->st);
+            free(s);
+            return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "job id longer than 31 characters");
+        }
+        snprintf(s->job_given, sizeof s->job_given, "%s", opt->job_id);
+        s->opt.job_id = NULL; /* the caller's string is not kept */
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     *out = s;
@@ -123,6 +134,7 @@ void oomscan_scan_free(oomscan_scan *s)
         free_unit(&s->units[i]);
     free(s->units);
     story_free(s->st);
+    rep_free(s->rep);
     for (size_t i = 0; i < s->n_recs; i++)
         free_rec(&s->recs[i]);
     free(s->recs);
@@ -285,6 +297,8 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
 static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 {
     scan_unit *u = &s->units[i];
+    if (s->state && state_run_unit(s, i, sc, ps))
+        return; /* --state: a plain file read on from where the last run stopped */
     unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
     oomscan_diag d;
     diag_clear(&d);
@@ -362,6 +376,8 @@ static void *worker(void *arg)
     phase_state *ps = phase_new(s->db->p);
     if (!sc || !ps)
         w->status = OOMSCAN_ERR_NOMEM;
+    if (sc && s->split_scan)
+        (void)scanner_use_helper(sc); /* without it the scan is only slower, never different */
     for (;;) {
         pthread_mutex_lock(&s->mu);
         size_t i = s->next_unit++;
@@ -417,6 +433,8 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
             st = OOMSCAN_ERR_NOMEM;
     }
     free(files.v);
+    if (!st && s->state)
+        st = state_plan(s);
     if (st)
         return diag_set(diag, st, NULL, "out of memory");
 
@@ -426,6 +444,8 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         jobs = nc > 0 ? (unsigned)nc : 1;
     }
     size_t todo = s->n_units - first;
+    /* fewer inputs than cores: the spare cores split each input's prefilter pass (docs/performance.md) */
+    s->split_scan = todo > 0 && jobs >= 2 * todo;
     if (jobs > todo)
         jobs = todo ? (unsigned)todo : 1;
     /* stdin can only be read once and by one reader; nothing else needs care */
@@ -478,8 +498,10 @@ const char *oomscan_scan_input_error(const oomscan_scan *s, size_t i) { return i
 
 static void finish(oomscan_scan *s)
 {
-    story_finish(s->st, s->job_conflict ? "" : s->job_id);
+    story_finish(s->st, session_scan_job(s));
 }
+
+void session_finish(oomscan_scan *s) { finish(s); }
 
 size_t oomscan_scan_finding_count(const oomscan_scan *s)
 {
@@ -522,32 +544,7 @@ static int put(sink *k, const char *s, size_t n)
 
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn fn, void *ud)
 {
-    finish(s);
-    sink k = {fn, ud, 0};
-    size_t *order = malloc((s->st->n + 1) * sizeof *order);
-    if (!order)
-        return OOMSCAN_ERR_NOMEM;
-    story_order(s->st, order);
-    for (size_t i = 0; i < s->st->n && !k.failed; i++) {
-        finding *f = &s->st->f[order[i]];
-        /* a role change also changes what a consumer must keep: fold it into the version */
-        uint64_t v = f->version * 4 + (uint64_t)f->is_root * 2 + 1;
-        if (f->written_version == v)
-            continue;
-        cJSON *j = session_finding_json(s, order[i]);
-        char *txt = j ? cJSON_PrintUnformatted(j) : NULL;
-        cJSON_Delete(j);
-        if (!txt) {
-            free(order);
-            return OOMSCAN_ERR_NOMEM;
-        }
-        put(&k, txt, strlen(txt));
-        put(&k, "\n", 1);
-        free(txt);
-        f->written_version = v;
-    }
-    free(order);
-    return k.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+    return stream_emit(s, NULL, NULL, 0, fn, ud);
 }
 
 oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
@@ -557,6 +554,8 @@ oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oo
         return oomscan_scan_write_ndjson_delta(s, fn, ud);
     if (out->format == OOMSCAN_FMT_TEXT)
         return session_write_text(s, out->color, out->verbose, fn, ud);
+    if (out->format == OOMSCAN_FMT_TICKET)
+        return session_write_tickets(s, out, fn, ud);
     cJSON *doc = session_json(s);
     char *txt = doc ? cJSON_Print(doc) : NULL;
     cJSON_Delete(doc);

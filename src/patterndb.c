@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "embedded.h"
 
 #define GROW(arr, n, cap_hint)                                                       \
@@ -42,6 +43,11 @@ static void free_pattern(pdb_pattern *p)
         free(p->units[i].unit);
     }
     free(p->units);
+    for (size_t i = 0; i < p->n_conts; i++) {
+        free(p->conts[i].src);
+        pcre2_code_free(p->conts[i].re);
+    }
+    free(p->conts);
     cJSON_Delete(p->samples);
     pcre2_code_free(p->re);
     memset(p, 0, sizeof *p);
@@ -66,6 +72,11 @@ static void free_literals(pdb *db)
     free(db->literals);
     db->literals = NULL;
     db->n_literals = 0;
+    for (size_t i = 0; i < db->n_config_lits; i++)
+        free(db->config_lits[i]);
+    free(db->config_lits);
+    db->config_lits = NULL;
+    db->n_config_lits = 0;
     prefilter_free(db->pf);
     db->pf = NULL;
 }
@@ -89,6 +100,11 @@ void pdb_free(pdb *db)
     for (size_t i = 0; i < db->n_fw_rules; i++)
         free(db->fw_rules[i].literal);
     free(db->fw_rules);
+    for (size_t i = 0; i < db->n_xids; i++) {
+        free(db->xids[i].meaning);
+        free(db->xids[i].cause);
+    }
+    free(db->xids);
     for (size_t i = 0; i < db->n_checklists; i++) {
         free(db->checklists[i].id);
         free(db->checklists[i].file);
@@ -197,6 +213,27 @@ static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *
                 return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: units.%s must be a string", id, it->string);
             pdb_unit *u = &p->units[p->n_units++];
             if (!(u->name = strdup(it->string)) || !(u->unit = strdup(it->valuestring)))
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        }
+    }
+    const cJSON *cont = cJSON_GetObjectItemCaseSensitive(j, "continuation");
+    if (cont) {
+        const cJSON *nl = cJSON_GetObjectItemCaseSensitive(cont, "lines");
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(cont, "regex");
+        if (!cJSON_IsNumber(nl) || nl->valuedouble < 1 || nl->valuedouble > PDB_CONT_MAX || !cJSON_IsArray(res) ||
+            cJSON_GetArraySize(res) == 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "%s: \"continuation\" needs \"lines\" (1 to %d) and a non-empty \"regex\" array", id,
+                            PDB_CONT_MAX);
+        p->cont_lines = (int)nl->valuedouble;
+        p->conts = calloc((size_t)cJSON_GetArraySize(res), sizeof *p->conts);
+        if (!p->conts)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        cJSON_ArrayForEach(it, res)
+        {
+            if (!cJSON_IsString(it))
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: continuation.regex holds a non-string", id);
+            if (!(p->conts[p->n_conts++].src = strdup(it->valuestring)))
                 return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         }
     }
@@ -374,6 +411,56 @@ static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *fil
     return OOMSCAN_OK;
 }
 
+/* The Xid catalog: a later file's entry for a code replaces the earlier one (a user's folder can
+ * correct a meaning). */
+static oomscan_status load_xids(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *codes = cJSON_GetObjectItemCaseSensitive(doc, "codes");
+    if (!cJSON_IsArray(codes))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "\"codes\" must be an array");
+    static const char *const causes[] = {"hardware", "application", "driver", "follow_on"};
+    const cJSON *j;
+    cJSON_ArrayForEach(j, codes)
+    {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "xid");
+        const char *meaning = jstr(j, "meaning"), *cause = jstr(j, "cause");
+        int known = 0;
+        for (size_t k = 0; cause && k < sizeof causes / sizeof *causes; k++)
+            known |= strcmp(cause, causes[k]) == 0;
+        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || !meaning || !*meaning || !known)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "Xid entry %d: needs a numeric \"xid\", a \"meaning\" and a \"cause\" of hardware, "
+                            "application, driver or follow_on", (int)db->n_xids);
+        long code = (long)x->valuedouble;
+        size_t slot = db->n_xids;
+        for (size_t i = 0; i < db->n_xids; i++)
+            if (db->xids[i].code == code)
+                slot = i;
+        if (slot == db->n_xids) {
+            GROW(db->xids, db->n_xids, 0);
+            db->n_xids++;
+        } else {
+            free(db->xids[slot].meaning);
+            free(db->xids[slot].cause);
+        }
+        pdb_xid *e = &db->xids[slot];
+        e->code = code;
+        e->meaning = strdup(meaning);
+        e->cause = strdup(cause);
+        if (!e->meaning || !e->cause)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    return OOMSCAN_OK;
+}
+
+const pdb_xid *pdb_xid_lookup(const pdb *db, long code)
+{
+    for (size_t i = 0; i < db->n_xids; i++)
+        if (db->xids[i].code == code)
+            return &db->xids[i];
+    return NULL;
+}
+
 static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
 {
     const char *id = jstr(doc, "id");
@@ -437,9 +524,11 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
         st = load_frameworks(db, doc, file, diag);
     else if (strcmp(format, "oomscan-remediation/1") == 0)
         st = load_checklist(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-xid/1") == 0)
+        st = load_xids(db, doc, file, diag);
     else
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
-                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1)", format);
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -xid/1)", format);
     cJSON_Delete(doc);
     return st;
 }
@@ -606,9 +695,57 @@ static oomscan_status add_literal(pdb *db, const char *text, pdb_lit_kind kind, 
     return OOMSCAN_OK;
 }
 
+/* One text to read settings by (see config_literal), once. */
+static oomscan_status add_config_literal(pdb *db, const char *text, oomscan_diag *diag)
+{
+    for (size_t i = 0; i < db->n_config_lits; i++)
+        if (strcmp(db->config_lits[i], text) == 0)
+            return OOMSCAN_OK;
+    char **grown = realloc(db->config_lits, (db->n_config_lits + 1) * sizeof *grown);
+    if (!grown)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    db->config_lits = grown;
+    if (!(db->config_lits[db->n_config_lits] = strdup(text)))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    db->n_config_lits++;
+    return add_literal(db, text, LIT_CONFIG, db->n_config_lits - 1, diag);
+}
+
+/* The settings that checklist steps name are the only configuration worth reading from a log. */
+static oomscan_status add_config_literals(pdb *db, oomscan_diag *diag)
+{
+    oomscan_status st;
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        const cJSON *step;
+        cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(db->checklists[i].json, "steps"))
+        {
+            const cJSON *fw;
+            cJSON_ArrayForEach(fw, cJSON_GetObjectItemCaseSensitive(step, "settings"))
+            {
+                const cJSON *set;
+                cJSON_ArrayForEach(set, fw)
+                {
+                    const char *key = jstr(set, "key"), *change = jstr(set, "change");
+                    char lit[128], alt[128];
+                    /* a placeholder value ("set:<path>") has nothing to compare the job's value with */
+                    if (!key || !change || strncmp(change, "set:<", 5) == 0 ||
+                        !config_literal(key, lit, sizeof lit, alt, sizeof alt))
+                        continue;
+                    if ((st = add_config_literal(db, lit, diag)) || (alt[0] && (st = add_config_literal(db, alt, diag))))
+                        return st;
+                }
+            }
+        }
+    }
+    return OOMSCAN_OK;
+}
+
 /* The traceback markers are fixed by Python's own output, not by the data files. */
 const char PDB_TRACEBACK_LITERAL[] = "Traceback (most recent call last)";
 const char PDB_FRAME_LITERAL[] = "File \"";
+/* faulthandler's stack headers ("Stack (...)", "Current thread 0x... (...)"); a LIT_TRACEBACK target
+ * with index 1. c10's C++ stacks share the words; phase_stack_header tells them apart. */
+const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";
 
 oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
 {
@@ -630,6 +767,15 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
             if ((st = compile_one(p->lists[k].src, &p->lists[k].re, p->file, where, 0, diag)))
                 return st;
             pcre2_pattern_info(p->lists[k].re, PCRE2_INFO_CAPTURECOUNT, &caps);
+            if (caps + 1 > db->max_captures)
+                db->max_captures = caps + 1;
+        }
+        for (size_t k = 0; k < p->n_conts; k++) {
+            char where[300];
+            snprintf(where, sizeof where, "%s continuation.regex[%zu]", p->id, k);
+            if ((st = compile_one(p->conts[k].src, &p->conts[k].re, p->file, where, 0, diag)))
+                return st;
+            pcre2_pattern_info(p->conts[k].re, PCRE2_INFO_CAPTURECOUNT, &caps);
             if (caps + 1 > db->max_captures)
                 db->max_captures = caps + 1;
         }
@@ -655,7 +801,8 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         if (!db->fw_rules[i].in_path && (st = add_literal(db, db->fw_rules[i].literal, LIT_FRAMEWORK, i, diag)))
             return st;
     if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||
-        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)))
+        (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
+        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = add_config_literals(db, diag)))
         return st;
     const char **texts = malloc(db->n_literals * sizeof *texts);
     if (!texts)

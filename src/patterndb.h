@@ -41,6 +41,12 @@ typedef struct {
     size_t n_lists;
     pdb_unit *units;
     size_t n_units;
+    /* "continuation": regexes tried on each of the next cont_lines lines (prefixes stripped); their
+     * named captures fill values the message states on later lines (Ray's ActorDiedError pid/ip,
+     * srun's step id). A value the matched line gave is never replaced. */
+    pdb_list *conts;
+    size_t n_conts;
+    int cont_lines;
     cJSON *samples; /* the "samples" object, kept for --check-patterns */
     pcre2_code *re;
 } pdb_pattern;
@@ -74,17 +80,24 @@ typedef struct {
     int in_path; /* 1: matched against traceback paths; 0: anywhere in a line */
 } pdb_fw_rule;
 
+/* One NVIDIA Xid code from patterns/context/xid.json: what it means and where its cause usually lies
+ * ("hardware", "application", "driver" or "follow_on"). */
+typedef struct {
+    long code;
+    char *meaning, *cause;
+} pdb_xid;
+
 typedef struct {
     char *id, *file;
     cJSON *json; /* the whole checklist document */
 } pdb_checklist;
 
 /* What a prefilter literal leads to. */
-typedef enum { LIT_PATTERN, LIT_MARKER, LIT_FRAMEWORK, LIT_TRACEBACK, LIT_FRAME } pdb_lit_kind;
+typedef enum { LIT_PATTERN, LIT_MARKER, LIT_FRAMEWORK, LIT_TRACEBACK, LIT_FRAME, LIT_CONFIG } pdb_lit_kind;
 
 typedef struct {
     pdb_lit_kind kind;
-    size_t index; /* into patterns / markers / fw_rules */
+    size_t index; /* into patterns / markers / fw_rules; LIT_TRACEBACK: 0 Python's, 1 faulthandler's */
 } pdb_target;
 
 typedef struct {
@@ -104,19 +117,27 @@ typedef struct pdb {
     size_t n_markers;
     pdb_fw_rule *fw_rules;
     size_t n_fw_rules;
+    pdb_xid *xids;
+    size_t n_xids;
     pdb_checklist *checklists;
     size_t n_checklists;
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;
+    char **config_lits; /* settings the checklists name, as config_literal() spells them (src/config.h) */
+    size_t n_config_lits;
     prefilter *pf;
     uint32_t max_captures;
     int compiled;
 } pdb;
 
-/* Python's own traceback markers, always in the prefilter. */
+/* Most lines a pattern's "continuation" may look ahead (the scanner keeps this many in its buffer). */
+#define PDB_CONT_MAX 6
+
+/* Python's own traceback and faulthandler stack markers, always in the prefilter. */
 extern const char PDB_TRACEBACK_LITERAL[];
 extern const char PDB_FRAME_LITERAL[];
+extern const char PDB_STACK_FIRST_LITERAL[];
 
 /* An empty database. NULL when out of memory. */
 pdb *pdb_new(void);
@@ -138,6 +159,9 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
  * else NULL. */
 const pdb_checklist *pdb_checklist_for(const pdb *db, tax_class cls, tax_phase phase);
 const pdb_checklist *pdb_checklist_by_id(const pdb *db, const char *id);
+
+/* The catalog entry for Xid `code`, or NULL when the catalog does not know it. */
+const pdb_xid *pdb_xid_lookup(const pdb *db, long code);
 
 /* The unit declared for capture `name` of pattern `p`, or NULL. */
 const char *pdb_unit_for(const pdb_pattern *p, const char *name);

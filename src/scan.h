@@ -17,13 +17,17 @@
 #include "patterndb.h"
 #include "phase.h"
 #include "story.h"
+#include "timefmt.h"
 
 #define SCAN_LINE_CAP (1u << 20)
 
 typedef struct scanner scanner;
 
-/* Read callback: up to `cap` bytes into buf; >0 bytes, 0 end, -1 error (see scan_result.error). */
+/* Read callback: up to `cap` bytes into buf; >0 bytes, 0 end, -1 error (see scan_result.error), or
+ * SCAN_READ_IDLE: no data for a while on a live stream, so scan every complete line held back for
+ * lookahead now (a finding must not wait for lines that may never come), then read on. */
 typedef ssize_t (*scan_read_fn)(void *ud, void *buf, size_t cap);
+#define SCAN_READ_IDLE (-2)
 
 typedef void (*scan_progress_fn)(void *ud, uint64_t bytes);
 
@@ -34,15 +38,27 @@ typedef struct {
     char job_id[32];    /* from the name (slurm-<job>.out, %A_%a) or "" */
     char rank[16];      /* from the name (rank3.log) or "" */
     char host[96];      /* from the name (node12/...) or "" */
+    /* Resuming part-way (stream.c, state.c); all zero for a whole source. */
+    uint64_t base_offset, base_line; /* stream offset and lines before the first byte read */
+    const timefmt *time0; /* the last stamp seen before base_offset, or NULL */
+    int eager;          /* a live stream: scan after every read instead of filling a large chunk */
 } scan_source;
 
 typedef struct {
     uint64_t bytes, lines, lines_cut;
     int read_error; /* the read callback returned -1 */
+    int have_time;  /* last_time holds the last stamp seen (to resume after this source) */
+    timefmt last_time;
 } scan_result;
 
 scanner *scanner_new(const pdb *db);
 void scanner_free(scanner *sc);
+
+/* Give the scanner a helper thread (for one input when a core is spare): each buffer's prefilter pass
+ * is split in two halves run at once, and the hits are replayed in order, so findings, line numbers
+ * and output are exactly those of one thread. 0, or -1 when no thread could be had (the scanner
+ * then works alone, as before). The thread ends in scanner_free. */
+int scanner_use_helper(scanner *sc);
 
 /* Fill the name-derived context of `src` from its path and member. */
 void scan_source_from_name(scan_source *src);

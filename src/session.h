@@ -7,6 +7,7 @@
 #define OOMSCAN_SESSION_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "oomscan.h"
@@ -55,21 +56,41 @@ struct oomscan_scan {
     uint32_t votes[FW__COUNT];
     char job_id[32];
     int job_conflict;
+    char job_given[32]; /* oomscan_options.job_id: the fallback whatever the names say */
     char **errors; /* "path: reason" for every bad source, in input order */
     size_t n_errors;
     int finished;
+    /* streaming, --state and merge (stream.c, state.c, merge.c) */
+    struct rep_table *rep;       /* ids written so far and what their last record said */
+    struct oomscan_state *state; /* borrowed: --state for this scan, or NULL */
+    volatile sig_atomic_t cancel; /* set from a signal handler: stop reading, flush, return */
+    size_t extra_inputs;         /* inputs behind merged records or a stream (they have no unit) */
     /* workers */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t next_unit;
+    int split_scan; /* cores to spare (at least two per worker): each worker's scanner takes a helper */
 };
 
 /* The framework of a finding: its own (from its traceback) or the scan's, the RL one winning. */
 int session_framework(const struct oomscan_scan *s, const finding *f);
 
+/* Compute ids and roles of everything found so far (idempotent; call before reading findings). */
+void session_finish(struct oomscan_scan *s);
+
 /* The whole result as a JSON document (oomscan/1), or one finding as its JSON object. */
 cJSON *session_json(const struct oomscan_scan *s);
 cJSON *session_finding_json(const struct oomscan_scan *s, size_t i);
+
+/* The scan-wide job: the one given in the options, else the one every input's name agrees on, else "". */
+const char *session_scan_job(const struct oomscan_scan *s);
+
+/* The job a finding belongs to: its own (from its file name or message), else the scan's; "" if none. */
+const char *session_job_id(const struct oomscan_scan *s, const finding *f);
+
+/* Tickets (OOMSCAN_FMT_TICKET): one JSON object per line per root finding, in report order. */
+oomscan_status session_write_tickets(const struct oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn,
+                                     void *ud);
 
 /* The text report. */
 oomscan_status session_write_text(const struct oomscan_scan *s, int color, int verbose, oomscan_write_fn fn,

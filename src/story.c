@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+
 #define STORY_MAX_FINDINGS 4096
 
 story *story_new(void) { return calloc(1, sizeof(story)); }
@@ -43,6 +45,7 @@ void story_free(story *s)
     for (size_t i = 0; i < s->n; i++)
         free_finding(&s->f[i]);
     free(s->f);
+    config_store_free(s->config);
     free(s);
 }
 
@@ -135,21 +138,24 @@ static int copy_loc(story_loc *dst, const story_loc *src)
     return ((src->path && !dst->path) || (src->member && !dst->member)) ? -1 : 0;
 }
 
-static int comparable(const timefmt *a, const timefmt *b)
+/* Order two locations by their stamps: -1, 0, 1, or TIMEFMT_INCOMPARABLE. Uptimes count only within
+ * one input: two hosts' boots are unrelated. */
+static int time_cmp_slack(const story_loc *a, const story_loc *b, double slack)
 {
-    if (a->has_date && b->has_date)
-        return 1;
-    if ((a->has_md || a->has_date) && (b->has_md || b->has_date))
-        return 1; /* month/day only: same year assumed */
-    if (a->uptime_only && b->uptime_only)
-        return 1;
-    return 0;
+    if (!a->has_time || !b->has_time)
+        return TIMEFMT_INCOMPARABLE;
+    if ((a->time.uptime_only || b->time.uptime_only) && a->input != b->input)
+        return TIMEFMT_INCOMPARABLE;
+    return timefmt_cmp_slack(&a->time, &b->time, slack);
 }
+
+static int time_cmp(const story_loc *a, const story_loc *b) { return time_cmp_slack(a, b, 0.0); }
 
 int story_loc_before(const story_loc *a, const story_loc *b)
 {
-    if (a->has_time && b->has_time && comparable(&a->time, &b->time) && a->time.key != b->time.key)
-        return a->time.key < b->time.key;
+    int c = time_cmp(a, b);
+    if (c == -1 || c == 1)
+        return c < 0;
     if (a->input != b->input)
         return a->input < b->input;
     return a->line < b->line;
@@ -182,6 +188,44 @@ static void merge_memory(cJSON *dst, const cJSON *src)
                 cJSON_AddItemToObject(dst, it->string, dup);
         }
     }
+}
+
+/* A burst's later line named the phase of a finding whose first line did not: take it, with its
+ * evidence, and put it into the group (pattern|phase|masked) as if the first line had named it. */
+static int set_phase(finding *f, const story_event *ev)
+{
+    const char *a = strchr(f->group, '|'), *b = a ? strchr(a + 1, '|') : NULL;
+    if (!b)
+        return 0;
+    const char *name = tax_phase_name(ev->phase);
+    size_t n = (size_t)(a - f->group) + 1 + strlen(name) + strlen(b) + 1;
+    char *group = malloc(n);
+    char *evid = ev->phase_evidence && *ev->phase_evidence ? strdup(ev->phase_evidence) : NULL;
+    if (!group || (ev->phase_evidence && *ev->phase_evidence && !evid)) {
+        free(group);
+        free(evid);
+        return -1;
+    }
+    snprintf(group, n, "%.*s|%s%s", (int)(a - f->group), f->group, name, b);
+    free(f->group);
+    f->group = group;
+    free(f->phase_evidence);
+    f->phase_evidence = evid;
+    f->phase = ev->phase;
+    if (f->framework < 0)
+        f->framework = ev->framework;
+    return 0;
+}
+
+int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework)
+{
+    if (idx < 0 || (size_t)idx >= s->n || s->f[idx].phase != PH_UNKNOWN || phase == PH_UNKNOWN)
+        return 0;
+    story_event ev = {.phase = phase, .phase_evidence = evidence, .framework = framework};
+    if (set_phase(&s->f[idx], &ev) != 0)
+        return -1;
+    s->f[idx].version++;
+    return 0;
 }
 
 long story_add(story *s, const story_event *ev)
@@ -254,6 +298,10 @@ long story_add(story *s, const story_event *ev)
     } else {
         free(group);
         finding *f = &s->f[idx];
+        if (f->phase == PH_UNKNOWN && ev->phase != PH_UNKNOWN && set_phase(f, ev) != 0) {
+            cJSON_Delete(ev->memory);
+            return -1;
+        }
         if (ev->memory) {
             merge_memory(f->memory, ev->memory);
             cJSON_Delete(ev->memory);
@@ -282,6 +330,8 @@ long story_add(story *s, const story_event *ev)
 
 int story_merge(story *dst, story *src)
 {
+    if (config_store_merge(&dst->config, &src->config) != 0)
+        return -1;
     for (size_t i = 0; i < src->n; i++) {
         finding *sf = &src->f[i];
         size_t j;
@@ -383,8 +433,8 @@ void story_finish(story *s, const char *job_id)
             /* Without stamps, print order is weak evidence: ranks and threads share a stream through
              * buffers (NCCL's proxy thread reports an allocation failure after the collective that it
              * broke). Only a time stamp that says the cause came later rules it out. */
-            if (f->first.has_time && s->f[j].first.has_time && comparable(&f->first.time, &s->f[j].first.time) &&
-                s->f[j].first.time.key > f->first.time.key)
+            /* A launcher kills the siblings first and reports the dead child after, in the same second. */
+            if (time_cmp_slack(&s->f[j].first, &f->first, 1.0) == 1)
                 continue; /* stamped later than the echo */
             if (best < 0 || echo_level(&s->f[j]) < echo_level(&s->f[best]) ||
                 (echo_level(&s->f[j]) == echo_level(&s->f[best]) && story_loc_before(&s->f[j].first, &s->f[best].first)))
@@ -430,3 +480,5 @@ void story_order(const story *s, size_t *order)
         qsort(order, s->n, sizeof *order, order_cmp);
     order_ctx = NULL;
 }
+
+int story_echo_level(const finding *f) { return echo_level(f); }

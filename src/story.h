@@ -54,14 +54,18 @@ typedef struct {
     long caused_by; /* index of the root finding, -1 */
     char id[17];
     const char *note;
-    /* For NDJSON streaming: bumped on every change, compared with what was written. */
+    /* For NDJSON records: `version` is bumped on every change; `written_version` holds stream.c's
+     * signature (version, role, cause, framework) when the finding was last compared with its record. */
     uint64_t version, written_version;
 } finding;
+
+struct config_store;
 
 typedef struct {
     finding *f;
     size_t n, cap;
     size_t dropped; /* findings not kept past the cap */
+    struct config_store *config; /* settings the log printed (config.h), NULL until one is read */
 } story;
 
 typedef struct {
@@ -89,12 +93,21 @@ void story_free(story *s);
 /* Add one failure line. Returns the index of the finding it landed in, -1 if dropped (cap or OOM). */
 long story_add(story *s, const story_event *ev);
 
+/* Evidence printed after a finding (its faulthandler stack) names the phase its lines did not: give
+ * finding `idx` that phase, evidence and (if it has none) framework, as set_phase does for a burst.
+ * Nothing changes when the finding already has a phase. Returns 0, -1 out of memory. */
+int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework);
+
 /* Move every finding of `src` into `dst` (findings with the same group merge). `src` is left empty.
  * Call in input order: first/last locations keep that order. Returns 0, -1 out of memory. */
 int story_merge(story *dst, story *src);
 
 /* Compute ids, roles and causes. `job_id` is the scan-wide job when all inputs agree (else ""). */
 void story_finish(story *s, const char *job_id);
+
+/* How strongly a finding is an echo of another: 0 a cause, 1 NCCL, 2 a crash after an abort, 3 a
+ * supervisor's report. A finding can be a consequence only of one with a lower level. */
+int story_echo_level(const finding *f);
 
 /* Order for output: roots first, then by first occurrence. Fills `order` (s->n entries). */
 void story_order(const story *s, size_t *order);

@@ -1,5 +1,6 @@
 /* check_scan.c - line splitting, exact positions, long lines, junk, wrapped messages, phase. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +184,40 @@ START_TEST(test_scan_phase_from_marker_and_its_end)
 }
 END_TEST
 
+START_TEST(test_scan_phase_from_progress_bar_until_full)
+{
+    /* a failure glued to a bar that stopped short of 100% happened while the bar ran */
+    const char *in = "Loading checkpoint shards:  57%|#####     | 4/7\nCUDA out of memory. Tried to allocate 1.00 GiB\n";
+    run_out o = run(in, strlen(in), 0);
+    ck_assert_int_eq(find_class(o.st, CLS_CUDA_OOM)->phase, PH_MODEL_INIT);
+    done(&o);
+    /* the full bar (a longer literal at the same place) closes the phase */
+    const char *full = "Loading checkpoint shards: 100%|##########| 7/7\nCUDA out of memory. Tried to allocate 1.00 GiB\n";
+    o = run(full, strlen(full), 0);
+    ck_assert_int_eq(find_class(o.st, CLS_CUDA_OOM)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_burst_takes_phase_from_later_line)
+{
+    /* Ray prints the exception above the task's traceback and again below it: one finding, and the
+     * second line, which has the traceback, gives the phase */
+    const char *text = "CUDA out of memory. Tried to allocate 1.00 GiB\n"
+                       "Traceback (most recent call last):\n"
+                       "  File \"/opt/train.py\", line 9, in step\n"
+                       "    loss.backward()\n"
+                       "CUDA out of memory. Tried to allocate 1.00 GiB\n";
+    run_out o = run(text, strlen(text), 0);
+    ck_assert_uint_eq(o.st->n, 1);
+    ck_assert_int_eq(o.st->f[0].phase, PH_BACKWARD);
+    ck_assert_uint_eq(o.st->f[0].occurrences, 2);
+    ck_assert_ptr_nonnull(strstr(o.st->f[0].phase_evidence, "loss.backward("));
+    ck_assert_ptr_nonnull(strstr(o.st->f[0].group, "|backward|"));
+    done(&o);
+}
+END_TEST
+
 START_TEST(test_scan_repeats_collapse_and_cascade_roles)
 {
     const char *text = "2024-05-01 10:00:00,000 [rank3]: CUDA out of memory. Tried to allocate 2.00 GiB\n"
@@ -234,6 +269,94 @@ START_TEST(test_scan_count_lines_matches_scalar)
 }
 END_TEST
 
+static run_out run_helper(const char *data, size_t len)
+{
+    run_out o = {testdb_new(), story_new(), {0}};
+    scanner *sc = scanner_new(o.db);
+    ck_assert_int_eq(scanner_use_helper(sc), 0);
+    phase_state *ps = phase_new(o.db);
+    membuf m = {data, len, 0, 0};
+    scan_source src = {.path = "mem.log"};
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &o.res, NULL, NULL), OOMSCAN_OK);
+    story_finish(o.st, "");
+    scanner_free(sc);
+    phase_free(ps);
+    return o;
+}
+
+START_TEST(test_scan_time_comes_from_last_stamped_line_even_a_marker)
+{
+    /* Marker lines are not stripped as they are met; their timestamps are read only when a finding
+     * needs one. The newest stamped line before the failure must still give its time. */
+    const char *text = "2025-06-01 10:00:00 Before update_actor, step 1\n"
+                       "2025-06-01 11:30:00 After update_actor, step 1\n"
+                       "After update_actor, step 2 (no stamp)\n"
+                       "Killed\n";
+    run_out o = run(text, strlen(text), 0);
+    const finding *f = find_class(o.st, CLS_HOST_OOM_KILL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->first.has_time, 1);
+    ck_assert_int_eq(f->first.time.hour, 11);
+    ck_assert_int_eq(f->first.time.min, 30);
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_scan_helper_thread_changes_nothing)
+{
+    /* ~3 MiB: regions big enough to be split, failures on both sides of every split point, marker and
+     * stamped lines between them, and a stretch dense enough in hits to overflow the helper's list. */
+    size_t cap = 3u << 20, n = 0;
+    char *text = malloc(cap + 256);
+    ck_assert_ptr_nonnull(text);
+    unsigned k = 0;
+    while (n < cap) {
+        k++;
+        const char *line;
+        char buf[200];
+        if (k % 997 == 0)
+            line = "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+        else if (k % 1499 == 0)
+            line = "Killed\n";
+        else if (k % 13 == 0) {
+            snprintf(buf, sizeof buf, "2025-06-0%u %02u:%02u:00 Before update_actor, step %u\n", 1 + k % 9,
+                     k / 60 % 24, k % 60, k);
+            line = buf;
+        } else if (k % 29 == 0)
+            line = "After update_actor, done\n";
+        else if (n > cap / 2 && n < cap / 2 + 300000)
+            line = "Killed Killed Killed Killed Killed Killed Killed Killed\n"; /* dense hits, no finding */
+        else {
+            snprintf(buf, sizeof buf, "step %u loss 0.%u lr 1e-5 tokens/s %u\n", k, k * 7 % 1000, k * 13);
+            line = buf;
+        }
+        size_t l = strlen(line);
+        memcpy(text + n, line, l);
+        n += l;
+    }
+    run_out a = run(text, n, 0), b = run_helper(text, n);
+    ck_assert_uint_eq(a.res.lines, b.res.lines);
+    ck_assert_uint_eq(a.res.bytes, b.res.bytes);
+    ck_assert_uint_gt(a.st->n, 2);
+    ck_assert_uint_eq(a.st->n, b.st->n);
+    for (size_t i = 0; i < a.st->n; i++) {
+        const finding *x = &a.st->f[i], *y = &b.st->f[i];
+        ck_assert_int_eq(x->cls, y->cls);
+        ck_assert_int_eq(x->phase, y->phase);
+        ck_assert_uint_eq(x->first.line, y->first.line);
+        ck_assert_uint_eq(x->first.offset, y->first.offset);
+        ck_assert_uint_eq(x->last.line, y->last.line);
+        ck_assert_uint_eq(x->occurrences, y->occurrences);
+        ck_assert_int_eq(x->first.has_time, y->first.has_time);
+        ck_assert_int_eq(x->first.time.hour, y->first.time.hour);
+        ck_assert_int_eq(x->first.time.min, y->first.time.min);
+    }
+    done(&a);
+    done(&b);
+    free(text);
+}
+END_TEST
+
 START_TEST(test_scan_source_names)
 {
     scan_source s = {.path = "logs/slurm-123456_7.out"};
@@ -257,10 +380,14 @@ int main(void)
     tcase_add_test(tc, test_scan_wrapped_message_joins_number_and_unit);
     tcase_add_test(tc, test_scan_phase_from_traceback_beats_marker);
     tcase_add_test(tc, test_scan_phase_from_marker_and_its_end);
+    tcase_add_test(tc, test_scan_phase_from_progress_bar_until_full);
+    tcase_add_test(tc, test_scan_burst_takes_phase_from_later_line);
     tcase_add_test(tc, test_scan_repeats_collapse_and_cascade_roles);
     tcase_add_test(tc, test_scan_consequence_without_cause_stays_root);
     tcase_add_test(tc, test_scan_count_lines_matches_scalar);
     tcase_add_test(tc, test_scan_source_names);
+    tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
+    tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     suite_add_tcase(s, tc);
     return check_run(s);

@@ -112,6 +112,18 @@ cmp -s "$t/j1.json" "$t/j2.json" && ok || bad "-j 2 output differs from -j 1"
 "$oomscan" --format json "$sample" "$cascade" > "$t/o1.json"
 "$oomscan" --format json "$cascade" "$sample" > "$t/o2.json"
 [ "$(ids "$t/o1.json")" = "$(ids "$t/o2.json")" ] && ok || bad "ids depend on input order"
+# the multi-file cascade (one rank's OOM, other ranks' NCCL timeouts, the launcher): same ids and the
+# same root in any file order, and the archive of the same files gives the same ids
+mc="$src/fixtures/golden/funasr-oom-cascade"
+"$oomscan" --format json "$mc/rank2.log" "$mc/rank5.log" "$mc/rank7.log" "$mc/torchrun.log" > "$t/m1.json"
+"$oomscan" --format json "$mc/torchrun.log" "$mc/rank7.log" "$mc/rank5.log" "$mc/rank2.log" > "$t/m2.json"
+[ "$(ids "$t/m1.json")" = "$(ids "$t/m2.json")" ] && ok || bad "cascade: ids depend on file order"
+[ "$(grep -c '"role":[[:space:]]*"root"' "$t/m2.json")" = 1 ] && ok || bad "cascade: not exactly one root in reverse order"
+root=$(grep -E -m1 '"id":[[:space:]]*"[0-9a-f]{16}"' "$t/m2.json" | tr -dc '0-9a-f' | tail -c 16)
+[ "$(grep -c "\"caused_by\":[[:space:]]*\"$root\"" "$t/m2.json")" = 3 ] && ok || bad "cascade: echoes do not name the root"
+(cd "$mc" && tar -czf "$t/mc.tar.gz" torchrun.log rank7.log rank5.log rank2.log)
+"$oomscan" --format json "$t/mc.tar.gz" > "$t/m3.json"
+[ "$(ids "$t/m1.json")" = "$(ids "$t/m3.json")" ] && ok || bad "cascade: archive members give other ids"
 
 # usage errors
 "$oomscan" --format xml "$sample" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --format: not exit 2"

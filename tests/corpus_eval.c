@@ -1,10 +1,12 @@
 /* corpus_eval.c - runs oomscan over the real-log corpus and reports, per class, how many expected
  * findings it recalled and how many findings it made that were not expected (precision).
  *
- * usage: corpus_eval FIXTURES_DIR [--min-recall R] [--min-precision P]
- * A case is fixtures/{corpus,clean}/<name>.log with <name>.meta.json; the comparison is on the set of
- * classes (a class expected once and found once is one true positive). Every clean log must give no
- * finding at all. Exits 1 when a clean log has a finding or a floor is not met. */
+ * usage: corpus_eval FIXTURES_DIR [--set NAME]... [--min-recall R] [--min-precision P] [--min-phase A]
+ * A case is FIXTURES_DIR/<set>/<name>.log with <name>.meta.json; the sets are "corpus" and "clean" unless
+ * --set names others (the held-out set is run as `--set heldout --set clean`). The comparison is on the
+ * set of classes (a class expected once and found once is one true positive). Every log of the set
+ * named "clean" must give no finding at all. Exits 1 when a clean log has a finding or a floor is not
+ * met. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,18 +39,86 @@ static char *slurp(const char *path)
 
 static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Phase and role against the meta's expectations. A stated phase found right is `right`, found
+ * `unknown` a `miss`, found as another phase `wrong`; a meta phase "unknown" (the log does not state it)
+ * found as some phase is `invented`. Both wrong and invented are errors: a wrong phase is worse than none. */
+typedef struct {
+    unsigned stated, right, miss, wrong, unstated, honest, invented, roles, role_wrong;
+} phase_tally;
+
+static void phase_check(const cJSON *meta, const oomscan_scan *scan, const char *name, phase_tally *t)
+{
+    size_t *order = malloc((scan->st->n + 1) * sizeof *order);
+    if (!order)
+        return;
+    story_order(scan->st, order);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(meta, "findings"))
+    {
+        int c = tax_class_from_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "class")));
+        const char *want_phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "phase"));
+        const char *want_role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
+        if (c < 0)
+            continue;
+        /* the finding of that class with the stated role, else the first of that class */
+        const finding *got = NULL;
+        for (size_t i = 0; i < scan->st->n; i++) {
+            const finding *f = &scan->st->f[order[i]];
+            if ((int)f->cls != c)
+                continue;
+            if (!got)
+                got = f;
+            if (want_role && strcmp(want_role, f->is_root ? "root" : "consequence") == 0) {
+                got = f;
+                break;
+            }
+        }
+        if (!got)
+            continue; /* a recall miss, counted above */
+        const char *gp = tax_phase_name(got->phase);
+        if (want_phase && strcmp(want_phase, "unknown") != 0) {
+            t->stated++;
+            if (strcmp(gp, want_phase) == 0)
+                t->right++;
+            else if (got->phase == PH_UNKNOWN)
+                t->miss++, printf("  %s: %s phase unknown, log states %s\n", name, tax_class_name((tax_class)c), want_phase);
+            else
+                t->wrong++, printf("  %s: %s phase %s, want %s\n", name, tax_class_name((tax_class)c), gp, want_phase);
+        } else if (want_phase) {
+            t->unstated++;
+            if (got->phase == PH_UNKNOWN)
+                t->honest++;
+            else
+                t->invented++, printf("  %s: %s phase %s, the log states none\n", name, tax_class_name((tax_class)c), gp);
+        }
+        if (want_role) {
+            t->roles++;
+            if (strcmp(want_role, got->is_root ? "root" : "consequence") != 0)
+                t->role_wrong++, printf("  %s: %s role %s, want %s\n", name, tax_class_name((tax_class)c),
+                                        got->is_root ? "root" : "consequence", want_role);
+        }
+    }
+    free(order);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: corpus_eval FIXTURES_DIR [--min-recall R] [--min-precision P]\n");
+        fprintf(stderr, "usage: corpus_eval FIXTURES_DIR [--set NAME]... [--min-recall R] [--min-precision P] [--min-phase A]\n");
         return 2;
     }
-    double min_recall = 0, min_precision = 0;
+    double min_recall = 0, min_precision = 0, min_phase = 0;
+    const char *dirs[8] = {"corpus", "clean"};
+    int n_dirs = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--min-recall") == 0)
+        if (strcmp(argv[i], "--set") == 0 && n_dirs < 8)
+            dirs[n_dirs++] = argv[i + 1];
+        else if (strcmp(argv[i], "--min-recall") == 0)
             min_recall = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--min-precision") == 0)
             min_precision = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--min-phase") == 0)
+            min_phase = atof(argv[i + 1]);
     }
     oomscan_db *db;
     oomscan_diag d = {0};
@@ -58,8 +128,10 @@ int main(int argc, char **argv)
     }
     unsigned tp[CLS__COUNT] = {0}, fp[CLS__COUNT] = {0}, fn[CLS__COUNT] = {0}, cases[CLS__COUNT] = {0};
     int clean_bad = 0, n_cases = 0, n_clean = 0;
-    static const char *const dirs[] = {"corpus", "clean"};
-    for (int di = 0; di < 2; di++) {
+    phase_tally ph = {0};
+    if (n_dirs == 0)
+        n_dirs = 2;
+    for (int di = 0; di < n_dirs; di++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s", argv[1], dirs[di]);
         DIR *dp = opendir(dir);
@@ -93,7 +165,6 @@ int main(int argc, char **argv)
                 if (c >= 0)
                     want[c] = 1;
             }
-            cJSON_Delete(meta);
             oomscan_scan *scan;
             oomscan_options opt = {.jobs = 1};
             const char *paths[] = {logp};
@@ -104,6 +175,8 @@ int main(int argc, char **argv)
             oomscan_scan_finding_count(scan);
             for (size_t i = 0; i < scan->st->n; i++)
                 got[scan->st->f[i].cls] = 1;
+            phase_check(meta, scan, names[k], &ph);
+            cJSON_Delete(meta);
             oomscan_scan_free(scan);
             int any = 0;
             char line[1024] = "";
@@ -122,7 +195,7 @@ int main(int argc, char **argv)
             }
             if (line[0])
                 printf("  %s/%s:%s\n", dirs[di], names[k], line);
-            if (di == 1) {
+            if (strcmp(dirs[di], "clean") == 0) {
                 n_clean++;
                 clean_bad += any;
             } else {
@@ -149,6 +222,13 @@ int main(int argc, char **argv)
     printf("%-22s %6s %6u %6u %6u %7.1f%% %9.1f%%\n", "all", "", TP, FN, FP, 100.0 * TP / (TP + FN ? TP + FN : 1),
            100.0 * TP / (TP + FP ? TP + FP : 1));
     printf("\n%d corpus cases, %d clean logs (%d with a finding)\n", n_cases, n_clean, clean_bad);
+    double phase_acc = ph.stated ? (double)ph.right / ph.stated : 1.0;
+    printf("phase, where the log states it: %u cases, %u right, %u unknown (missed), %u wrong: %.1f%% right\n",
+           ph.stated, ph.right, ph.miss, ph.wrong, 100 * phase_acc);
+    printf("phase, where the log does not state it: %u cases, %u unknown, %u given a phase (errors)\n", ph.unstated,
+           ph.honest, ph.invented);
+    printf("role: %u cases, %u wrong\n", ph.roles, ph.role_wrong);
+    int phase_bad = ph.wrong || ph.invented || ph.role_wrong || phase_acc < min_phase;
     oomscan_db_free(db);
-    return clean_bad || below ? 1 : 0;
+    return clean_bad || below || phase_bad ? 1 : 0;
 }
