@@ -233,7 +233,7 @@ static void progress_cb(void *ud, uint64_t bytes)
         c->s->opt.on_progress(c->s->opt.ud, bytes);
 }
 
-static input_record *add_rec(scan_unit *u, const char *path, const char *member)
+input_record *session_add_record(scan_unit *u, const char *path, const char *member)
 {
     input_record *g = realloc(u->recs, (u->n_recs + 1) * sizeof *g);
     if (!g)
@@ -252,7 +252,7 @@ static input_record *add_rec(scan_unit *u, const char *path, const char *member)
     return r;
 }
 
-static void note_job(scan_unit *u, const char *job)
+void session_note_job(scan_unit *u, const char *job)
 {
     if (!job[0])
         return;
@@ -266,7 +266,7 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
 {
     unit_ctx *c = ud;
     scan_unit *u = c->u;
-    input_record *r = add_rec(u, info->path, info->member);
+    input_record *r = session_add_record(u, info->path, info->member);
     if (!r) {
         u->status = OOMSCAN_ERR_NOMEM;
         return 1;
@@ -274,7 +274,7 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     r->container = info->container ? strdup(info->container) : NULL;
     scan_source src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)};
     scan_source_from_name(&src);
-    note_job(u, src.job_id);
+    session_note_job(u, src.job_id);
     phase_reset_source(c->ps);
     scan_result res;
     oomscan_status st = scanner_run(c->sc, read_stream, stream, &src, c->ps, u->st, &res, progress_cb, c);
@@ -305,7 +305,7 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     oomscan_status st = input_open_path(u->path, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
         const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
-        input_record *r = add_rec(u, name, NULL);
+        input_record *r = session_add_record(u, name, NULL);
         if (r) {
             r->status = INPUT_ERROR;
             r->error = strdup(d.msg[0] ? d.msg : status_name(st));

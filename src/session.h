@@ -72,6 +72,12 @@ struct oomscan_scan {
     int split_scan; /* cores to spare (at least two per worker): each worker's scanner takes a helper */
 };
 
+/* Append an input record (path and member copied) to `u`; NULL when out of memory. */
+input_record *session_add_record(scan_unit *u, const char *path, const char *member);
+
+/* Take `job` (may be empty) as the unit's job id; a second, different one marks a conflict. */
+void session_note_job(scan_unit *u, const char *job);
+
 /* The framework of a finding: its own (from its traceback) or the scan's, the RL one winning. */
 int session_framework(const struct oomscan_scan *s, const finding *f);
 

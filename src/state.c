@@ -373,32 +373,6 @@ static ssize_t range_read(void *ud, void *buf, size_t cap)
     return got;
 }
 
-static void unit_note_job(scan_unit *u, const char *job)
-{
-    if (!job[0])
-        return;
-    if (!u->job_id[0])
-        snprintf(u->job_id, sizeof u->job_id, "%s", job);
-    else if (strcmp(u->job_id, job) != 0)
-        u->job_conflict = 1;
-}
-
-static input_record *unit_rec(scan_unit *u)
-{
-    input_record *g = realloc(u->recs, (u->n_recs + 1) * sizeof *g);
-    if (!g)
-        return NULL;
-    u->recs = g;
-    input_record *r = &g[u->n_recs];
-    memset(r, 0, sizeof *r);
-    if (!(r->path = strdup(u->path)) || !(r->container = strdup("text"))) {
-        free(r->path);
-        return NULL;
-    }
-    u->n_recs++;
-    return r;
-}
-
 /* The line boundary about CTX_BYTES before `end` and its line number (`end_line` lines precede end);
  * `floor` is the earliest point known (the previous context start). */
 static void choose_ctx(int fd, uint64_t floor, uint64_t floor_line, uint64_t end, uint64_t end_line, uint64_t *ctx,
@@ -426,7 +400,9 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
     scan_unit *u = &s->units[i];
     if (in->mode == MODE_NONE)
         return 0;
-    input_record *rec = unit_rec(u);
+    input_record *rec = session_add_record(u, u->path, NULL);
+    if (rec && !(rec->container = strdup("text")))
+        rec = NULL; /* the record stays counted and is freed with the unit */
     if (!rec) {
         u->status = OOMSCAN_ERR_NOMEM;
         return 1;
@@ -447,7 +423,7 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
     uint64_t end = last_line_end(fd, start, size);
     scan_source src = {.path = u->path, .input = i};
     scan_source_from_name(&src);
-    unit_note_job(u, src.job_id);
+    session_note_job(u, src.job_id);
     uint32_t before[FW__COUNT] = {0};
     scan_result res = {0}, ctx_res = {0};
     range_rd rd = {.fd = fd};
