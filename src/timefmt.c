@@ -86,6 +86,17 @@ int timefmt_parse(const char *src, size_t n, timefmt *t)
         finish(t);
         return 0;
     }
+    /* AReaL's logger (areal/utils/logging.py DATE_FORMAT "%Y%m%d-%H:%M:%S", then .msecs):
+     * 20260320-11:19:29.153. Eight digits and a dash, so the ISO branch above never takes it. */
+    if (n >= 17 && s[8] == '-' && sscanf(s, "%4d%2d%2d-%n", &y, &mo, &d, &k) == 3 && k == 9 && mo >= 1 &&
+        mo <= 12 && d >= 1 && d <= 31 && parse_clock(s + k, t)) {
+        t->has_date = 1;
+        t->year = y;
+        t->month = mo;
+        t->day = d;
+        finish(t);
+        return 0;
+    }
     /* glog: I0501 12:00:00.123456 (the severity letter may already be gone). PyTorch's c10 logger
      * writes the month without its leading zero ([E321 02:07:08.408271257 ...] is March 21), so three
      * digits are M DD and four are MM DD. */

@@ -21,6 +21,9 @@ static const struct {
     /* PyTorch c10 logger: month without its leading zero, nanoseconds (LlamaFactory#7396, ms-swift#6301) */
     {"321 02:07:08.408271257", "03-21T02:07:08.408"},
     {"1026 04:01:29.500953846", "10-26T04:01:29.501"},
+    /* AReaL's logger, with and without its "(AReaL)" header (areal-project/AReaL#1065, #752) */
+    {"20260320-11:19:29.153", "2026-03-20T11:19:29.153"},
+    {"20251219-09:39:34.788", "2025-12-19T09:39:34.788"},
     /* glog from torch elastic (FunASR#2006) */
     {"W0812 23:27:08.684369", "08-12T23:27:08.684"},
 };
@@ -47,6 +50,8 @@ START_TEST(test_timefmt_orders_and_rejects)
     ck_assert(a.key < b.key);
     ck_assert_int_ne(timefmt_parse("not a time", 10, &a), 0);
     ck_assert_int_ne(timefmt_parse("2024-13-45", 10, &a), 0);
+    /* an AReaL-shaped stamp with a month 13 is no time */
+    ck_assert_int_ne(timefmt_parse("20261320-11:19:29.153", 21, &a), 0);
 }
 END_TEST
 
