@@ -125,6 +125,15 @@ root=$(grep -E -m1 '"id":[[:space:]]*"[0-9a-f]{16}"' "$t/m2.json" | tr -dc '0-9a
 "$oomscan" --format json "$t/mc.tar.gz" > "$t/m3.json"
 [ "$(ids "$t/m1.json")" = "$(ids "$t/m3.json")" ] && ok || bad "cascade: archive members give other ids"
 
+# an AReaL job's log: the framework comes from AReaL's own record header (a real line of
+# areal-project/AReaL#1065) and the checklist names AReaL's settings first. The OOM below it is a real
+# plain-PyTorch excerpt (corpus cuda_oom-pytorch-18853); the two are joined here, not in one real log.
+{ echo "(AReaL) 20260320-11:19:29.153 PPOActor INFO: Training Parameters:"
+  cat "$src/fixtures/corpus/cuda_oom-pytorch-18853.log"; } > "$t/areal.log"
+"$oomscan" --format json "$t/areal.log" > "$t/areal.json"
+grep -q '"framework":[[:space:]]*"areal"' "$t/areal.json" && ok || bad "AReaL header: framework not areal"
+grep -q 'actor.mb_spec.max_tokens_per_mb' "$t/areal.json" && ok || bad "AReaL: steps do not name max_tokens_per_mb"
+
 # usage errors
 "$oomscan" --format xml "$sample" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --format: not exit 2"
 "$oomscan" --explain no-such-checklist > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --explain: not exit 2"
