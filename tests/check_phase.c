@@ -11,6 +11,7 @@
 #include "scan.h"
 #include "story.h"
 #include "check_main.h"
+#include "membuf.h"
 
 static const char PH_PATTERNS[] =
     "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["
@@ -48,19 +49,6 @@ static pdb *phdb_new(void)
     return db;
 }
 
-typedef struct {
-    const char *data;
-    size_t len, pos;
-} membuf;
-
-static ssize_t mem_read(void *ud, void *buf, size_t cap)
-{
-    membuf *m = ud;
-    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
-    memcpy(buf, m->data + m->pos, n);
-    m->pos += n;
-    return (ssize_t)n;
-}
 
 typedef struct {
     pdb *db;

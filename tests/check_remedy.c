@@ -12,20 +12,7 @@
 #include "scan.h"
 #include "story.h"
 #include "check_main.h"
-
-typedef struct {
-    const char *data;
-    size_t len, pos;
-} membuf;
-
-static ssize_t mem_read(void *ud, void *buf, size_t cap)
-{
-    membuf *m = ud;
-    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
-    memcpy(buf, m->data + m->pos, n);
-    m->pos += n;
-    return (ssize_t)n;
-}
+#include "membuf.h"
 
 /* All conclusions of the first finding of `line`, joined with " | ". Caller frees. */
 static char *diagnose(const char *line)

@@ -3,13 +3,8 @@
 # together (same findings, roles, causes, ids, counts, evidence), and merging is associative.
 set -u
 oomscan=$1 src=$2
-case $oomscan in /*) ;; *) oomscan=$(pwd)/$oomscan ;; esac
-case $src in /*) ;; *) src=$(pwd)/$src ;; esac
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/testlib.sh"
+oomscan=$(abspath "$oomscan") src=$(abspath "$src")
 # the findings of a JSON document (inputs differ: log files versus NDJSON files)
 findings() { sed -n '/"findings":/,$p' "$1"; }
 
@@ -76,5 +71,4 @@ grep -q 'junk.ndjson: line 1' bad.err && ok || bad "bad line not named: $(cat ba
 grep -q 'missing.ndjson' bad.err && ok || bad "missing file not named"
 [ "$(wc -l < bad.ndjson)" -eq "$(wc -l < n1.ndjson)" ] && ok || bad "good input lost next to bad input"
 
-echo "merge: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish merge

@@ -4,13 +4,8 @@
 # file starts over; two runs at once never both report a finding, and none is lost.
 set -u
 oomscan=$1 src=$2
-case $oomscan in /*) ;; *) oomscan=$(pwd)/$oomscan ;; esac
-case $src in /*) ;; *) src=$(pwd)/$src ;; esac
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/testlib.sh"
+oomscan=$(abspath "$oomscan") src=$(abspath "$src")
 findings() { sed -n '/"findings":/,$p' "$1"; }
 dups() { grep '"type":"finding"' "$1" | cut -c8-23 | sort | uniq -d; }
 ids() { cut -c8-23 "$1" | sort -u; }
@@ -102,5 +97,4 @@ lines=$(wc -l < all.ndjson)
 good=$(grep -c '^{"id":"[0-9a-f]\{16\}",.*}$' all.ndjson)
 [ "$lines" = "$good" ] && ok || bad "interleaved or broken records in the concurrent output"
 
-echo "state: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish state

@@ -1,5 +1,5 @@
 # testlib.sh - sourced by the shell tests of the pipeline and packaging (ticket.sh, epilog.sh,
-# conventions.sh, install.sh): a temporary folder $t removed on exit, ok/bad counters, and
+# conventions.sh, install.sh, merge.sh, state.sh): a temporary folder $t removed on exit, ok/bad counters, and
 # `finish NAME` printing the closing "N passed, N failed" line and giving the exit status.
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
