@@ -50,32 +50,9 @@ static pdb *phdb_new(void)
 }
 
 
-typedef struct {
-    pdb *db;
-    story *st;
-} run_out;
+static run_out run(const char *text) { return scan_text(phdb_new(), text, strlen(text), 0, 0); }
 
-static run_out run(const char *text)
-{
-    run_out o = {phdb_new(), story_new()};
-    ck_assert_ptr_nonnull(o.st);
-    scanner *sc = scanner_new(o.db);
-    phase_state *ps = phase_new(o.db);
-    membuf m = {text, strlen(text), 0};
-    scan_source src = {.path = "mem.log"};
-    scan_result res;
-    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &res, NULL, NULL), OOMSCAN_OK);
-    story_finish(o.st, "");
-    scanner_free(sc);
-    phase_free(ps);
-    return o;
-}
-
-static void done(run_out *o)
-{
-    story_free(o->st);
-    pdb_free(o->db);
-}
+static void done(run_out *o) { scan_done(o); }
 
 static const finding *only(const run_out *o, tax_class cls)
 {

@@ -15,22 +15,28 @@
 #include "membuf.h"
 
 /* All conclusions of the first finding of `line`, joined with " | ". Caller frees. */
-static char *diagnose(const char *line)
+/* The shipped database, compiled. */
+static pdb *embedded_db(void)
 {
     pdb *db = pdb_new();
     oomscan_diag d = {0};
     ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
     ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
-    scanner *sc = scanner_new(db);
-    phase_state *ps = phase_new(db);
-    story *st = story_new();
-    membuf m = {line, strlen(line), 0};
-    scan_source src = {.path = "t.log"};
-    scan_result res;
-    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, st, &res, NULL, NULL), OOMSCAN_OK);
-    story_finish(st, "");
-    ck_assert_uint_ge(st->n, 1);
-    cJSON *dj = remedy_diagnosis_json(&st->f[0]);
+    return db;
+}
+
+/* A scan of `text` with the shipped database that found at least one failure. */
+static run_out scan_real(const char *text)
+{
+    run_out r = scan_text(embedded_db(), text, strlen(text), 0, 0);
+    ck_assert_uint_ge(r.st->n, 1);
+    return r;
+}
+
+static char *diagnose(const char *line)
+{
+    run_out r = scan_real(line);
+    cJSON *dj = remedy_diagnosis_json(&r.st->f[0]);
     char *out = calloc(1, 4096);
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(dj, "conclusions"))
@@ -41,10 +47,7 @@ static char *diagnose(const char *line)
         strncat(out, " | ", 4000 - strlen(out));
     }
     cJSON_Delete(dj);
-    story_free(st);
-    phase_free(ps);
-    scanner_free(sc);
-    pdb_free(db);
+    scan_done(&r);
     return out;
 }
 
@@ -130,40 +133,6 @@ START_TEST(test_remedy_request_larger_than_gpu)
 }
 END_TEST
 
-typedef struct {
-    pdb *db;
-    scanner *sc;
-    phase_state *ps;
-    story *st;
-} scanned;
-
-static scanned scan_text(const char *text)
-{
-    scanned r;
-    oomscan_diag d = {0};
-    r.db = pdb_new();
-    ck_assert_int_eq(pdb_load_embedded(r.db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_compile(r.db, &d), OOMSCAN_OK);
-    r.sc = scanner_new(r.db);
-    r.ps = phase_new(r.db);
-    r.st = story_new();
-    membuf m = {text, strlen(text), 0};
-    scan_source src = {.path = "t.log"};
-    scan_result res;
-    ck_assert_int_eq(scanner_run(r.sc, mem_read, &m, &src, r.ps, r.st, &res, NULL, NULL), OOMSCAN_OK);
-    story_finish(r.st, "");
-    ck_assert_uint_ge(r.st->n, 1);
-    return r;
-}
-
-static void scanned_free(scanned *r)
-{
-    story_free(r->st);
-    phase_free(r->ps);
-    scanner_free(r->sc);
-    pdb_free(r->db);
-}
-
 /* The settings of the first step that has settings for `fw`, and how many steps name `fw`. */
 static int steps_for(const cJSON *rem, const char *fw, const char **first_key)
 {
@@ -186,7 +155,7 @@ static int steps_for(const cJSON *rem, const char *fw, const char **first_key)
 START_TEST(test_remedy_steps_in_each_rl_frameworks_settings)
 {
     /* the real verl log-prob OOM (verl-project/verl#2828), read as each framework's job would be */
-    scanned r = scan_text(LINE_VERL);
+    run_out r = scan_real(LINE_VERL);
     static const struct {
         int fw;
         const char *name, *prefix;
@@ -206,20 +175,20 @@ START_TEST(test_remedy_steps_in_each_rl_frameworks_settings)
         ck_assert_msg(strncmp(key, cases[i].prefix, strlen(cases[i].prefix)) == 0, "%s: first key %s", cases[i].name, key);
         cJSON_Delete(rem);
     }
-    scanned_free(&r);
+    scan_done(&r);
 }
 END_TEST
 
 START_TEST(test_remedy_slurm_memory_request_read_from_the_job_script)
 {
-    scanned r = scan_text(LOG_SLURM_5932);
+    run_out r = scan_real(LOG_SLURM_5932);
     const finding *f = &r.st->f[0];
     ck_assert_int_eq(f->cls, CLS_HOST_OOM_KILL);
     cJSON *rem = remedy_json_config(r.db, f, FW_UNKNOWN, r.st->config, f->job_id);
     char *js = cJSON_PrintUnformatted(rem);
     HAS(js, "\"key\":\"#SBATCH --mem\",\"change\":\"increase\"");
     HAS(js, "\"current\":\"64Gb\",\"proposed\":\"96Gb\"");
-    HAS(js, "\"read_at\":{\"path\":\"t.log\",\"line\":8");
+    HAS(js, "\"read_at\":{\"path\":\"mem.log\",\"line\":8");
     free(js);
     cJSON_Delete(rem);
     /* without the store the same step states only the rule */
@@ -228,7 +197,7 @@ START_TEST(test_remedy_slurm_memory_request_read_from_the_job_script)
     LACKS(js, "\"current\"");
     free(js);
     cJSON_Delete(rem);
-    scanned_free(&r);
+    scan_done(&r);
 }
 END_TEST
 

@@ -9,50 +9,14 @@
 #include "story.h"
 #include "testdb.h"
 #include "check_main.h"
-
-typedef struct {
-    const char *data;
-    size_t len, pos, step;
-} membuf;
-
-static ssize_t mem_read(void *ud, void *buf, size_t cap)
-{
-    membuf *m = ud;
-    size_t n = m->len - m->pos;
-    if (n > cap)
-        n = cap;
-    if (m->step && n > m->step)
-        n = m->step;
-    memcpy(buf, m->data + m->pos, n);
-    m->pos += n;
-    return (ssize_t)n;
-}
-
-typedef struct {
-    pdb *db;
-    story *st;
-    scan_result res;
-} run_out;
+#include "membuf.h"
 
 static run_out run(const char *data, size_t len, size_t step)
 {
-    run_out o = {testdb_new(), story_new(), {0}};
-    scanner *sc = scanner_new(o.db);
-    phase_state *ps = phase_new(o.db);
-    membuf m = {data, len, 0, step};
-    scan_source src = {.path = "mem.log"};
-    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &o.res, NULL, NULL), OOMSCAN_OK);
-    story_finish(o.st, "");
-    scanner_free(sc);
-    phase_free(ps);
-    return o;
+    return scan_text(testdb_new(), data, len, step, 0);
 }
 
-static void done(run_out *o)
-{
-    story_free(o->st);
-    pdb_free(o->db);
-}
+static void done(run_out *o) { scan_done(o); }
 
 static const finding *find_class(const story *st, tax_class c)
 {
@@ -269,20 +233,7 @@ START_TEST(test_scan_count_lines_matches_scalar)
 }
 END_TEST
 
-static run_out run_helper(const char *data, size_t len)
-{
-    run_out o = {testdb_new(), story_new(), {0}};
-    scanner *sc = scanner_new(o.db);
-    ck_assert_int_eq(scanner_use_helper(sc), 0);
-    phase_state *ps = phase_new(o.db);
-    membuf m = {data, len, 0, 0};
-    scan_source src = {.path = "mem.log"};
-    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &o.res, NULL, NULL), OOMSCAN_OK);
-    story_finish(o.st, "");
-    scanner_free(sc);
-    phase_free(ps);
-    return o;
-}
+static run_out run_helper(const char *data, size_t len) { return scan_text(testdb_new(), data, len, 0, 1); }
 
 START_TEST(test_scan_time_comes_from_last_stamped_line_even_a_marker)
 {

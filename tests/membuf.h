@@ -1,23 +1,66 @@
-/* membuf.h - a scanner read callback over a string in memory, for the Check suites that feed real log
- * lines through scanner_run. The caller owns `data`; the reader only advances `pos`. */
+/* membuf.h - feeding text from memory through the real scanner, for the Check suites.
+ *
+ * mem_read is a scanner read callback over a string the caller owns (`step` > 0 cuts reads to that
+ * size, to put buffer edges anywhere). scan_text runs one whole scan of `data` with database `db` and
+ * returns the story; the caller frees both with scan_done. */
 #ifndef OOMSCAN_TEST_MEMBUF_H
 #define OOMSCAN_TEST_MEMBUF_H
 
+#include <check.h>
 #include <string.h>
 #include <sys/types.h>
 
+#include "patterndb.h"
+#include "phase.h"
+#include "scan.h"
+#include "story.h"
+
 typedef struct {
     const char *data;
-    size_t len, pos;
+    size_t len, pos, step;
 } membuf;
 
 static inline ssize_t mem_read(void *ud, void *buf, size_t cap)
 {
     membuf *m = ud;
     size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+    if (m->step && n > m->step)
+        n = m->step;
     memcpy(buf, m->data + m->pos, n);
     m->pos += n;
     return (ssize_t)n;
+}
+
+typedef struct {
+    pdb *db; /* owned by the result */
+    story *st;
+    scan_result res;
+} run_out;
+
+/* One scan of data[0..len) read in `step`-byte pieces (0: as much as fits); `helper` splits the
+ * prefilter pass with a second thread, as a big single input does. Takes ownership of `db`. */
+static inline run_out scan_text(pdb *db, const char *data, size_t len, size_t step, int helper)
+{
+    run_out o = {db, story_new(), {0}};
+    ck_assert_ptr_nonnull(o.st);
+    scanner *sc = scanner_new(o.db);
+    ck_assert_ptr_nonnull(sc);
+    if (helper)
+        ck_assert_int_eq(scanner_use_helper(sc), 0);
+    phase_state *ps = phase_new(o.db);
+    membuf m = {data, len, 0, step};
+    scan_source src = {.path = "mem.log"};
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &o.res, NULL, NULL), OOMSCAN_OK);
+    story_finish(o.st, "");
+    scanner_free(sc);
+    phase_free(ps);
+    return o;
+}
+
+static inline void scan_done(run_out *o)
+{
+    story_free(o->st);
+    pdb_free(o->db);
 }
 
 #endif
