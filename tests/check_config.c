@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "match/config.h"
 #include "check_main.h"
 
 /* Feed every line of `text` to config_capture as the scanner would (the whole text before a line

@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "input.h"
-#include "input_readahead.h"
+#include "input/input.h"
+#include "input/input_readahead.h"
 
 /* ---- fixtures and helpers --------------------------------------------------------------------- */
 

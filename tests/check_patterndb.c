@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "oomscan.h"
-#include "patterndb.h"
+#include "db/patterndb.h"
 #include "testdb.h"
 #include "check_main.h"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phase.h"
-#include "scan.h"
-#include "story.h"
+#include "match/phase.h"
+#include "match/scan.h"
+#include "story/story.h"
 #include "check_main.h"
 #include "membuf.h"
 

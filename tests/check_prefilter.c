@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prefilter.h"
+#include "match/prefilter.h"
 #include "check_main.h"
 
 typedef struct {

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "phase.h"
-#include "remedy.h"
+#include "match/config.h"
+#include "match/phase.h"
+#include "advice/remedy.h"
 #include "remedy_lines.h"
-#include "scan.h"
-#include "story.h"
+#include "match/scan.h"
+#include "story/story.h"
 #include "check_main.h"
 #include "membuf.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "emit/report.h"
 #include "check_main.h"
 
 static pdb_pattern pattern = {.title = "GPU out of memory"};

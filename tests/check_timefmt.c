@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timefmt.h"
+#include "base/timefmt.h"
 #include "check_main.h"
 
 static const struct {

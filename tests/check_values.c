@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "values.h"
+#include "base/values.h"
 #include "check_main.h"
 
 static const struct {

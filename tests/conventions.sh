@@ -1,6 +1,6 @@
 #!/bin/sh
 # conventions.sh OOMSCAN SOURCE_DIR - the command line's conventions: --help fits one screen and lists
-# every option of src/main.c, and so do the man page (which renders without a warning) and the bash
+# every option of src/cli/main.c, and so do the man page (which renders without a warning) and the bash
 # completion; options parse the getopt_long way; --quiet and --color do what they say.
 set -u
 oomscan=$1 src=$2
@@ -16,8 +16,8 @@ lines=$(wc -l < "$t/help") cols=$(awk '{ if (length($0) > m) m = length($0) } EN
 [ "$lines" -le 24 ] && [ "$cols" -le 80 ] && ok || bad "--help is $lines lines, $cols columns (max 24 x 80)"
 
 # every long option of the table (the "colour" alias aside) in help, man page and completion
-sed -n 's/^ *{"\([a-z-]*\)", [a-z_]*, NULL, [^}]*},.*/\1/p' "$src/src/main.c" | grep -vx colour > "$t/longs"
-[ "$(wc -l < "$t/longs")" -ge 15 ] && ok || bad "could not read the option table of src/main.c"
+sed -n 's/^ *{"\([a-z-]*\)", [a-z_]*, NULL, [^}]*},.*/\1/p' "$src/src/cli/main.c" | grep -vx colour > "$t/longs"
+[ "$(wc -l < "$t/longs")" -ge 15 ] && ok || bad "could not read the option table of src/cli/main.c"
 sed 's/\\-/-/g' "$man1" > "$t/man.txt"
 while IFS= read -r o; do
   grep -q -- "--$o\\b" "$t/help" && ok || bad "--help does not list --$o"
@@ -25,8 +25,8 @@ while IFS= read -r o; do
   grep -q -- "--$o\\b" "$comp" && ok || bad "the bash completion does not offer --$o"
 done < "$t/longs"
 # every short option of the optstring in help as "-x,"
-short=$(sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' "$src/src/main.c" | tr -d :)
-[ -n "$short" ] && ok || bad "could not read the optstring of src/main.c"
+short=$(sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' "$src/src/cli/main.c" | tr -d :)
+[ -n "$short" ] && ok || bad "could not read the optstring of src/cli/main.c"
 for c in $(printf '%s' "$short" | sed 's/./& /g'); do
   grep -q -- "-$c, --" "$t/help" && ok || bad "--help does not list -$c"
 done

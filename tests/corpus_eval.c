@@ -15,8 +15,8 @@
 #include <cjson/cJSON.h>
 
 #include "oomscan.h"
-#include "session.h"
-#include "taxonomy.h"
+#include "pipeline/session.h"
+#include "base/taxonomy.h"
 
 static char *slurp(const char *path)
 {

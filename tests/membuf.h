@@ -10,10 +10,10 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "patterndb.h"
-#include "phase.h"
-#include "scan.h"
-#include "story.h"
+#include "db/patterndb.h"
+#include "match/phase.h"
+#include "match/scan.h"
+#include "story/story.h"
 
 typedef struct {
     const char *data;

@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "patterndb.h"
+#include "db/patterndb.h"
 
 static const char TESTDB_PATTERNS[] =
     "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["

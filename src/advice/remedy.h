@@ -1,0 +1,33 @@
+/* remedy.h - what to change: the checklist for a finding (in the detected framework's settings), the
+ * diagnosis worked out from the numbers the message states, and Markdown rendering for --explain and
+ * docs/remediation/. No I/O.
+ *
+ * Ownership: functions returning cJSON give the caller a new tree. */
+#ifndef OOMSCAN_REMEDY_H
+#define OOMSCAN_REMEDY_H
+
+#include <cjson/cJSON.h>
+
+#include "oomscan.h"
+#include "db/patterndb.h"
+#include "story/story.h"
+
+struct config_store;
+
+/* {"id", "doc", "title", "steps": [...]} for finding f under framework fw; steps with a setting for fw
+ * come first. Null JSON when no checklist applies. */
+cJSON *remedy_json(const pdb *db, const finding *f, int fw);
+
+/* remedy_json, and each setting that `cfg` (may be NULL: the settings the log printed) knows for job
+ * `job` ("" for any) gets "current", "read_at" and, when the step's rule gives one, "proposed" (or
+ * "already": true). */
+cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_store *cfg, const char *job);
+
+/* {"conclusions": [{"what", "arithmetic"}...]} from the finding's numbers, or NULL when nothing can be
+ * concluded. */
+cJSON *remedy_diagnosis_json(const finding *f);
+
+/* Render checklist c as Markdown through fn. Returns 0, -1 when the writer failed or out of memory. */
+int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud);
+
+#endif

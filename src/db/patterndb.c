@@ -1,0 +1,859 @@
+/* patterndb.c - loading, validating and compiling the data files of patterns/. */
+#include "db/patterndb.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "match/config.h"
+#include "db/embedded.h"
+
+#define GROW(arr, n, cap_hint)                                                       \
+    do {                                                                             \
+        void *grown_ = realloc((arr), ((n) + 1) * sizeof *(arr));                    \
+        if (!grown_)                                                                 \
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");          \
+        (arr) = grown_;                                                              \
+        memset(&(arr)[(n)], 0, sizeof *(arr));                                        \
+        (void)(cap_hint);                                                            \
+    } while (0)
+
+pdb *pdb_new(void) { return calloc(1, sizeof(pdb)); }
+
+static void free_pattern(pdb_pattern *p)
+{
+    free(p->id);
+    free(p->title);
+    free(p->file);
+    free(p->regex_src);
+    for (size_t i = 0; i < p->n_literals; i++)
+        free(p->literals[i]);
+    free(p->literals);
+    for (size_t i = 0; i < p->n_lists; i++) {
+        free(p->lists[i].key);
+        free(p->lists[i].src);
+        pcre2_code_free(p->lists[i].re);
+    }
+    free(p->lists);
+    for (size_t i = 0; i < p->n_units; i++) {
+        free(p->units[i].name);
+        free(p->units[i].unit);
+    }
+    free(p->units);
+    for (size_t i = 0; i < p->n_conts; i++) {
+        free(p->conts[i].src);
+        pcre2_code_free(p->conts[i].re);
+    }
+    free(p->conts);
+    cJSON_Delete(p->samples);
+    pcre2_code_free(p->re);
+    memset(p, 0, sizeof *p);
+}
+
+static void free_prefix(pdb_prefix *p)
+{
+    free(p->id);
+    free(p->file);
+    free(p->regex_src);
+    cJSON_Delete(p->samples);
+    pcre2_code_free(p->re);
+    memset(p, 0, sizeof *p);
+}
+
+static void free_literals(pdb *db)
+{
+    for (size_t i = 0; i < db->n_literals; i++) {
+        free(db->literals[i].text);
+        free(db->literals[i].targets);
+    }
+    free(db->literals);
+    db->literals = NULL;
+    db->n_literals = 0;
+    for (size_t i = 0; i < db->n_config_lits; i++)
+        free(db->config_lits[i]);
+    free(db->config_lits);
+    db->config_lits = NULL;
+    db->n_config_lits = 0;
+    prefilter_free(db->pf);
+    db->pf = NULL;
+}
+
+void pdb_free(pdb *db)
+{
+    if (!db)
+        return;
+    for (size_t i = 0; i < db->n_patterns; i++)
+        free_pattern(&db->patterns[i]);
+    free(db->patterns);
+    for (size_t i = 0; i < db->n_prefixes; i++)
+        free_prefix(&db->prefixes[i]);
+    free(db->prefixes);
+    for (size_t i = 0; i < db->n_frames; i++)
+        free(db->frames[i].value);
+    free(db->frames);
+    for (size_t i = 0; i < db->n_markers; i++)
+        free(db->markers[i].literal);
+    free(db->markers);
+    for (size_t i = 0; i < db->n_fw_rules; i++)
+        free(db->fw_rules[i].literal);
+    free(db->fw_rules);
+    for (size_t i = 0; i < db->n_xids; i++) {
+        free(db->xids[i].meaning);
+        free(db->xids[i].cause);
+    }
+    free(db->xids);
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        free(db->checklists[i].id);
+        free(db->checklists[i].file);
+        cJSON_Delete(db->checklists[i].json);
+    }
+    free(db->checklists);
+    free_literals(db);
+    free(db);
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static const char *jstr(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static oomscan_status need_str(const cJSON *obj, const char *key, const char *file, const char *id,
+                               char **out, oomscan_diag *diag)
+{
+    const char *s = jstr(obj, key);
+    if (!s || !*s)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: missing or empty string \"%s\"", id, key);
+    if (!(*out = strdup(s)))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static int framework_of(const cJSON *obj, const char *key)
+{
+    const char *s = jstr(obj, key);
+    return s ? tax_framework_from_name(s) : -1;
+}
+
+/* ---- one failure pattern ------------------------------------------------------------------ */
+
+static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *file, oomscan_diag *diag)
+{
+    oomscan_status st;
+    const char *id = jstr(j, "id");
+    if (!id || !*id)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "a pattern has no \"id\"");
+    if ((st = need_str(j, "id", file, id, &p->id, diag)) || (st = need_str(j, "regex", file, id, &p->regex_src, diag)))
+        return st;
+    const char *cls = jstr(j, "class");
+    int c = tax_class_from_name(cls);
+    if (c < 0)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown class \"%s\" (see docs/taxonomy.md)", id,
+                        cls ? cls : "(none)");
+    p->cls = (tax_class)c;
+    p->title = dup_or_null(jstr(j, "title"));
+    p->file = strdup(file);
+    if (!p->file)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    p->engine = framework_of(j, "engine");
+    const cJSON *sev = cJSON_GetObjectItemCaseSensitive(j, "severity");
+    p->severity = cJSON_IsNumber(sev) ? sev->valueint : 50;
+    p->echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
+    p->phase = -1;
+    const char *ph = jstr(j, "phase");
+    if (ph && (p->phase = tax_phase_from_name(ph)) < 0)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown phase \"%s\"", id, ph);
+
+    const cJSON *lits = cJSON_GetObjectItemCaseSensitive(j, "literals");
+    if (!cJSON_IsArray(lits) || cJSON_GetArraySize(lits) == 0)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"literals\" must be a non-empty array", id);
+    p->literals = calloc((size_t)cJSON_GetArraySize(lits), sizeof *p->literals);
+    if (!p->literals)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, lits)
+    {
+        if (!cJSON_IsString(it) || strlen(it->valuestring) < 4)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: each literal must be a string of 4 bytes or more",
+                            id);
+        if (!(p->literals[p->n_literals++] = strdup(it->valuestring)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+
+    const cJSON *lists = cJSON_GetObjectItemCaseSensitive(j, "lists");
+    if (lists && cJSON_IsObject(lists)) {
+        p->lists = calloc((size_t)cJSON_GetArraySize(lists) + 1, sizeof *p->lists);
+        if (!p->lists)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        cJSON_ArrayForEach(it, lists)
+        {
+            if (!cJSON_IsString(it))
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: lists.%s must be a regex string", id,
+                                it->string);
+            pdb_list *l = &p->lists[p->n_lists++];
+            if (!(l->key = strdup(it->string)) || !(l->src = strdup(it->valuestring)))
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        }
+    }
+    const cJSON *units = cJSON_GetObjectItemCaseSensitive(j, "units");
+    if (units && cJSON_IsObject(units)) {
+        p->units = calloc((size_t)cJSON_GetArraySize(units) + 1, sizeof *p->units);
+        if (!p->units)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        cJSON_ArrayForEach(it, units)
+        {
+            if (!cJSON_IsString(it))
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: units.%s must be a string", id, it->string);
+            pdb_unit *u = &p->units[p->n_units++];
+            if (!(u->name = strdup(it->string)) || !(u->unit = strdup(it->valuestring)))
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        }
+    }
+    const cJSON *cont = cJSON_GetObjectItemCaseSensitive(j, "continuation");
+    if (cont) {
+        const cJSON *nl = cJSON_GetObjectItemCaseSensitive(cont, "lines");
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(cont, "regex");
+        if (!cJSON_IsNumber(nl) || nl->valuedouble < 1 || nl->valuedouble > PDB_CONT_MAX || !cJSON_IsArray(res) ||
+            cJSON_GetArraySize(res) == 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "%s: \"continuation\" needs \"lines\" (1 to %d) and a non-empty \"regex\" array", id,
+                            PDB_CONT_MAX);
+        p->cont_lines = (int)nl->valuedouble;
+        p->conts = calloc((size_t)cJSON_GetArraySize(res), sizeof *p->conts);
+        if (!p->conts)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        cJSON_ArrayForEach(it, res)
+        {
+            if (!cJSON_IsString(it))
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: continuation.regex holds a non-string", id);
+            if (!(p->conts[p->n_conts++].src = strdup(it->valuestring)))
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        }
+    }
+    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
+    if (samples && !(p->samples = cJSON_Duplicate(samples, 1)))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+static oomscan_status load_patterns(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "patterns");
+    if (!cJSON_IsArray(arr))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "\"patterns\" must be an array");
+    const cJSON *j;
+    cJSON_ArrayForEach(j, arr)
+    {
+        pdb_pattern p = {0};
+        oomscan_status st = parse_pattern(&p, j, file, diag);
+        if (st) {
+            free_pattern(&p);
+            return st;
+        }
+        size_t slot = db->n_patterns;
+        for (size_t i = 0; i < db->n_patterns; i++)
+            if (strcmp(db->patterns[i].id, p.id) == 0)
+                slot = i;
+        if (slot < db->n_patterns) {
+            /* Same id in a later file: the later one replaces (a user's --patterns override). */
+            free_pattern(&db->patterns[slot]);
+            db->patterns[slot] = p;
+            continue;
+        }
+        void *grown = realloc(db->patterns, (db->n_patterns + 1) * sizeof *db->patterns);
+        if (!grown) {
+            free_pattern(&p);
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        }
+        db->patterns = grown;
+        db->patterns[db->n_patterns++] = p;
+    }
+    return OOMSCAN_OK;
+}
+
+static oomscan_status load_prefixes(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "prefixes");
+    if (!cJSON_IsArray(arr))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "\"prefixes\" must be an array");
+    const cJSON *j;
+    cJSON_ArrayForEach(j, arr)
+    {
+        pdb_prefix p = {0};
+        const char *id = jstr(j, "id");
+        oomscan_status st;
+        if (!id)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "a prefix has no \"id\"");
+        if ((st = need_str(j, "id", file, id, &p.id, diag)) ||
+            (st = need_str(j, "regex", file, id, &p.regex_src, diag))) {
+            free_prefix(&p);
+            return st;
+        }
+        const char *at = jstr(j, "at");
+        p.at_end = at && strcmp(at, "end") == 0;
+        p.file = strdup(file);
+        const cJSON *samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
+        if (samples)
+            p.samples = cJSON_Duplicate(samples, 1);
+        if (!p.file || (samples && !p.samples)) {
+            free_prefix(&p);
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        }
+        size_t slot = db->n_prefixes;
+        for (size_t i = 0; i < db->n_prefixes; i++)
+            if (strcmp(db->prefixes[i].id, p.id) == 0)
+                slot = i;
+        if (slot == db->n_prefixes) {
+            void *grown = realloc(db->prefixes, (db->n_prefixes + 1) * sizeof *db->prefixes);
+            if (!grown) {
+                free_prefix(&p);
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+            }
+            db->prefixes = grown;
+            db->n_prefixes++;
+        } else {
+            free_prefix(&db->prefixes[slot]);
+        }
+        db->prefixes[slot] = p;
+    }
+    return OOMSCAN_OK;
+}
+
+static int phase_of(const cJSON *obj, int *ok)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "phase");
+    *ok = 1;
+    if (!v || cJSON_IsNull(v))
+        return -1;
+    int ph = cJSON_IsString(v) ? tax_phase_from_name(v->valuestring) : -1;
+    if (ph < 0)
+        *ok = 0;
+    return ph;
+}
+
+static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *markers = cJSON_GetObjectItemCaseSensitive(doc, "markers");
+    const cJSON *j;
+    for (int fallback = 0; fallback < 2; fallback++)
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, fallback ? "fallback_frames" : "frames"))
+    {
+        static const char *const kinds[] = {"func", "code", "path"};
+        int ok, kind = -1;
+        const char *value = NULL;
+        for (int k = 0; k < 3; k++)
+            if (jstr(j, kinds[k])) {
+                kind = k;
+                value = jstr(j, kinds[k]);
+            }
+        int ph = phase_of(j, &ok);
+        if (kind < 0 || !*value || !ok || ph < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "frame rule %d: needs one of func/code/path and a known phase",
+                            (int)db->n_frames);
+        GROW(db->frames, db->n_frames, 0);
+        pdb_frame_rule *r = &db->frames[db->n_frames++];
+        r->kind = (pdb_frame_kind)kind;
+        r->fallback = fallback;
+        r->phase = ph;
+        r->framework = framework_of(j, "framework");
+        if (!(r->value = strdup(value)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    cJSON_ArrayForEach(j, markers)
+    {
+        int ok;
+        const char *lit = jstr(j, "literal");
+        int ph = phase_of(j, &ok);
+        if (!lit || strlen(lit) < 4 || !ok)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "marker %d: needs a literal of 4 bytes or more and a known phase (or null)",
+                            (int)db->n_markers);
+        GROW(db->markers, db->n_markers, 0);
+        pdb_marker *m = &db->markers[db->n_markers++];
+        m->phase = ph;
+        m->framework = framework_of(j, "framework");
+        if (!(m->literal = strdup(lit)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    return OOMSCAN_OK;
+}
+
+static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *rules = cJSON_GetObjectItemCaseSensitive(doc, "rules");
+    if (!cJSON_IsArray(rules))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "\"rules\" must be an array");
+    const cJSON *j;
+    cJSON_ArrayForEach(j, rules)
+    {
+        const char *lit = jstr(j, "literal");
+        int fw = framework_of(j, "framework");
+        const char *where = jstr(j, "where");
+        if (!lit || strlen(lit) < 4 || fw < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "framework rule %d: needs a literal of 4 bytes or more and a known framework",
+                            (int)db->n_fw_rules);
+        GROW(db->fw_rules, db->n_fw_rules, 0);
+        pdb_fw_rule *r = &db->fw_rules[db->n_fw_rules++];
+        r->framework = fw;
+        r->in_path = where && strcmp(where, "path") == 0;
+        if (!(r->literal = strdup(lit)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    return OOMSCAN_OK;
+}
+
+/* The Xid catalog: a later file's entry for a code replaces the earlier one (a user's folder can
+ * correct a meaning). */
+static oomscan_status load_xids(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *codes = cJSON_GetObjectItemCaseSensitive(doc, "codes");
+    if (!cJSON_IsArray(codes))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "\"codes\" must be an array");
+    static const char *const causes[] = {"hardware", "application", "driver", "follow_on"};
+    const cJSON *j;
+    cJSON_ArrayForEach(j, codes)
+    {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "xid");
+        const char *meaning = jstr(j, "meaning"), *cause = jstr(j, "cause");
+        int known = 0;
+        for (size_t k = 0; cause && k < sizeof causes / sizeof *causes; k++)
+            known |= strcmp(cause, causes[k]) == 0;
+        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || !meaning || !*meaning || !known)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "Xid entry %d: needs a numeric \"xid\", a \"meaning\" and a \"cause\" of hardware, "
+                            "application, driver or follow_on", (int)db->n_xids);
+        long code = (long)x->valuedouble;
+        size_t slot = db->n_xids;
+        for (size_t i = 0; i < db->n_xids; i++)
+            if (db->xids[i].code == code)
+                slot = i;
+        if (slot == db->n_xids) {
+            GROW(db->xids, db->n_xids, 0);
+            db->n_xids++;
+        } else {
+            free(db->xids[slot].meaning);
+            free(db->xids[slot].cause);
+        }
+        pdb_xid *e = &db->xids[slot];
+        e->code = code;
+        e->meaning = strdup(meaning);
+        e->cause = strdup(cause);
+        if (!e->meaning || !e->cause)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    return OOMSCAN_OK;
+}
+
+const pdb_xid *pdb_xid_lookup(const pdb *db, long code)
+{
+    for (size_t i = 0; i < db->n_xids; i++)
+        if (db->xids[i].code == code)
+            return &db->xids[i];
+    return NULL;
+}
+
+static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const char *id = jstr(doc, "id");
+    if (!id || !*id)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "checklist has no \"id\"");
+    const cJSON *applies = cJSON_GetObjectItemCaseSensitive(doc, "applies");
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+    if (!cJSON_IsArray(applies) || !cJSON_IsArray(steps) || cJSON_GetArraySize(steps) == 0)
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs \"applies\" and a non-empty \"steps\"", id);
+    const cJSON *a;
+    cJSON_ArrayForEach(a, applies)
+    {
+        const char *c = jstr(a, "class"), *ph = jstr(a, "phase");
+        if (tax_class_from_name(c) < 0 || !ph || (strcmp(ph, "*") != 0 && tax_phase_from_name(ph) < 0))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"applies\" has an unknown class or phase", id);
+    }
+    size_t slot = db->n_checklists;
+    for (size_t i = 0; i < db->n_checklists; i++)
+        if (strcmp(db->checklists[i].id, id) == 0)
+            slot = i;
+    if (slot == db->n_checklists) {
+        GROW(db->checklists, db->n_checklists, 0);
+        db->n_checklists++;
+    } else {
+        free(db->checklists[slot].id);
+        free(db->checklists[slot].file);
+        cJSON_Delete(db->checklists[slot].json);
+    }
+    pdb_checklist *c = &db->checklists[slot];
+    c->id = strdup(id);
+    c->file = strdup(file);
+    c->json = cJSON_Duplicate(doc, 1);
+    if (!c->id || !c->file || !c->json)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t len, oomscan_diag *diag)
+{
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    if (!doc) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = (at && at >= text && at <= text + len) ? (long)(at - text) : -1;
+        int line = 1;
+        for (long i = 0; i < off; i++)
+            line += text[i] == '\n';
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "not valid JSON (near line %d)", line);
+    }
+    const char *format = jstr(doc, "format");
+    oomscan_status st;
+    db->compiled = 0;
+    if (!format)
+        st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "no \"format\" key");
+    else if (strcmp(format, "oomscan-patterns/1") == 0)
+        st = load_patterns(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-prefixes/1") == 0)
+        st = load_prefixes(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-phases/1") == 0)
+        st = load_phases(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-frameworks/1") == 0)
+        st = load_frameworks(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-remediation/1") == 0)
+        st = load_checklist(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-xid/1") == 0)
+        st = load_xids(db, doc, file, diag);
+    else
+        st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -xid/1)", format);
+    cJSON_Delete(doc);
+    return st;
+}
+
+oomscan_status pdb_load_embedded(pdb *db, oomscan_diag *diag)
+{
+    for (size_t i = 0; i < embedded_count; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "patterns/%s", embedded_files[i].name);
+        oomscan_status st = pdb_load_text(db, name, embedded_files[i].data, embedded_files[i].len, diag);
+        if (st)
+            return st;
+    }
+    return OOMSCAN_OK;
+}
+
+/* ---- directories -------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static oomscan_status load_file(pdb *db, const char *path, oomscan_diag *diag)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return diag_set(diag, OOMSCAN_ERR_IO, path, "cannot open: %s", strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    oomscan_status st = OOMSCAN_OK;
+    while (buf) {
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (len < cap)
+            break;
+        if (cap >= (64u << 20)) { /* a data file this big is a mistake, not a database */
+            st = diag_set(diag, OOMSCAN_ERR_LIMIT, path, "data file larger than 64 MiB");
+            break;
+        }
+        char *grown = realloc(buf, cap * 2);
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, path, "out of memory");
+    if (!st && err)
+        st = diag_set(diag, OOMSCAN_ERR_IO, path, "read error");
+    if (!st)
+        st = pdb_load_text(db, path, buf, len, diag);
+    free(buf);
+    return st;
+}
+
+static oomscan_status walk(pdb *db, const char *dir, int depth, oomscan_diag *diag)
+{
+    if (depth > 16)
+        return diag_set(diag, OOMSCAN_ERR_LIMIT, dir, "directories nested too deep");
+    DIR *d = opendir(dir);
+    if (!d)
+        return diag_set(diag, OOMSCAN_ERR_IO, dir, "cannot open directory: %s", strerror(errno));
+    char **names = NULL;
+    size_t n = 0;
+    oomscan_status st = OOMSCAN_OK;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char **grown = realloc(names, (n + 1) * sizeof *names);
+        if (!grown || !(grown[n] = strdup(e->d_name))) {
+            names = grown ? grown : names;
+            st = diag_set(diag, OOMSCAN_ERR_NOMEM, dir, "out of memory");
+            break;
+        }
+        names = grown;
+        n++;
+    }
+    closedir(d);
+    if (!st && n)
+        qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n && !st; i++) {
+        size_t plen = strlen(dir) + strlen(names[i]) + 2;
+        char *path = malloc(plen);
+        if (!path) {
+            st = diag_set(diag, OOMSCAN_ERR_NOMEM, dir, "out of memory");
+            break;
+        }
+        snprintf(path, plen, "%s/%s", dir, names[i]);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            st = walk(db, path, depth + 1, diag);
+        else {
+            size_t l = strlen(names[i]);
+            if (l > 5 && strcmp(names[i] + l - 5, ".json") == 0)
+                st = load_file(db, path, diag);
+        }
+        free(path);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return st;
+}
+
+oomscan_status pdb_load_dir(pdb *db, const char *dir, oomscan_diag *diag)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return diag_set(diag, OOMSCAN_ERR_IO, dir, "cannot open: %s", strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return load_file(db, dir, diag);
+    return walk(db, dir, 0, diag);
+}
+
+/* ---- compiling ---------------------------------------------------------------------------- */
+
+static oomscan_status compile_one(const char *src, pcre2_code **out, const char *file, const char *id,
+                                  uint32_t extra, oomscan_diag *diag)
+{
+    int err;
+    PCRE2_SIZE off;
+    pcre2_code_free(*out);
+    *out = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
+                         PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DUPNAMES | extra, &err, &off, NULL);
+    if (!*out) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(err, msg, sizeof msg);
+        return diag_set(diag, OOMSCAN_ERR_PATTERN, file, "%s: regex error at offset %zu: %s", id, (size_t)off,
+                        (const char *)msg);
+    }
+    /* JIT is an optimisation: a platform without it still matches, only slower. */
+    (void)pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
+    return OOMSCAN_OK;
+}
+
+static oomscan_status add_literal(pdb *db, const char *text, pdb_lit_kind kind, size_t index, oomscan_diag *diag)
+{
+    size_t i;
+    for (i = 0; i < db->n_literals; i++)
+        if (strcmp(db->literals[i].text, text) == 0)
+            break;
+    if (i == db->n_literals) {
+        void *grown = realloc(db->literals, (db->n_literals + 1) * sizeof *db->literals);
+        if (!grown)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+        db->literals = grown;
+        memset(&db->literals[i], 0, sizeof db->literals[i]);
+        if (!(db->literals[i].text = strdup(text)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+        db->n_literals++;
+    }
+    pdb_literal *l = &db->literals[i];
+    void *grown = realloc(l->targets, (l->n_targets + 1) * sizeof *l->targets);
+    if (!grown)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    l->targets = grown;
+    l->targets[l->n_targets].kind = kind;
+    l->targets[l->n_targets].index = index;
+    l->n_targets++;
+    return OOMSCAN_OK;
+}
+
+/* One text to read settings by (see config_literal), once. */
+static oomscan_status add_config_literal(pdb *db, const char *text, oomscan_diag *diag)
+{
+    for (size_t i = 0; i < db->n_config_lits; i++)
+        if (strcmp(db->config_lits[i], text) == 0)
+            return OOMSCAN_OK;
+    char **grown = realloc(db->config_lits, (db->n_config_lits + 1) * sizeof *grown);
+    if (!grown)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    db->config_lits = grown;
+    if (!(db->config_lits[db->n_config_lits] = strdup(text)))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    db->n_config_lits++;
+    return add_literal(db, text, LIT_CONFIG, db->n_config_lits - 1, diag);
+}
+
+/* The settings that checklist steps name are the only configuration worth reading from a log. */
+static oomscan_status add_config_literals(pdb *db, oomscan_diag *diag)
+{
+    oomscan_status st;
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        const cJSON *step;
+        cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(db->checklists[i].json, "steps"))
+        {
+            const cJSON *fw;
+            cJSON_ArrayForEach(fw, cJSON_GetObjectItemCaseSensitive(step, "settings"))
+            {
+                const cJSON *set;
+                cJSON_ArrayForEach(set, fw)
+                {
+                    const char *key = jstr(set, "key"), *change = jstr(set, "change");
+                    char lit[128], alt[128];
+                    /* a placeholder value ("set:<path>") has nothing to compare the job's value with */
+                    if (!key || !change || strncmp(change, "set:<", 5) == 0 ||
+                        !config_literal(key, lit, sizeof lit, alt, sizeof alt))
+                        continue;
+                    if ((st = add_config_literal(db, lit, diag)) || (alt[0] && (st = add_config_literal(db, alt, diag))))
+                        return st;
+                }
+            }
+        }
+    }
+    return OOMSCAN_OK;
+}
+
+/* The traceback markers are fixed by Python's own output, not by the data files. */
+const char PDB_TRACEBACK_LITERAL[] = "Traceback (most recent call last)";
+const char PDB_FRAME_LITERAL[] = "File \"";
+/* faulthandler's stack headers ("Stack (...)", "Current thread 0x... (...)"); a LIT_TRACEBACK target
+ * with index 1. c10's C++ stacks share the words; phase_stack_header tells them apart. */
+const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";
+
+oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
+{
+    if (db->compiled)
+        return OOMSCAN_OK;
+    oomscan_status st;
+    db->max_captures = 0;
+    for (size_t i = 0; i < db->n_patterns; i++) {
+        pdb_pattern *p = &db->patterns[i];
+        if ((st = compile_one(p->regex_src, &p->re, p->file, p->id, 0, diag)))
+            return st;
+        uint32_t caps = 0;
+        pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &caps);
+        if (caps + 1 > db->max_captures)
+            db->max_captures = caps + 1;
+        for (size_t k = 0; k < p->n_lists; k++) {
+            char where[300];
+            snprintf(where, sizeof where, "%s lists.%s", p->id, p->lists[k].key);
+            if ((st = compile_one(p->lists[k].src, &p->lists[k].re, p->file, where, 0, diag)))
+                return st;
+            pcre2_pattern_info(p->lists[k].re, PCRE2_INFO_CAPTURECOUNT, &caps);
+            if (caps + 1 > db->max_captures)
+                db->max_captures = caps + 1;
+        }
+        for (size_t k = 0; k < p->n_conts; k++) {
+            char where[300];
+            snprintf(where, sizeof where, "%s continuation.regex[%zu]", p->id, k);
+            if ((st = compile_one(p->conts[k].src, &p->conts[k].re, p->file, where, 0, diag)))
+                return st;
+            pcre2_pattern_info(p->conts[k].re, PCRE2_INFO_CAPTURECOUNT, &caps);
+            if (caps + 1 > db->max_captures)
+                db->max_captures = caps + 1;
+        }
+    }
+    for (size_t i = 0; i < db->n_prefixes; i++) {
+        pdb_prefix *p = &db->prefixes[i];
+        if ((st = compile_one(p->regex_src, &p->re, p->file, p->id, p->at_end ? 0 : PCRE2_ANCHORED, diag)))
+            return st;
+        uint32_t caps = 0;
+        pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &caps);
+        if (caps + 1 > db->max_captures)
+            db->max_captures = caps + 1;
+    }
+    free_literals(db);
+    for (size_t i = 0; i < db->n_patterns; i++)
+        for (size_t k = 0; k < db->patterns[i].n_literals; k++)
+            if ((st = add_literal(db, db->patterns[i].literals[k], LIT_PATTERN, i, diag)))
+                return st;
+    for (size_t i = 0; i < db->n_markers; i++)
+        if ((st = add_literal(db, db->markers[i].literal, LIT_MARKER, i, diag)))
+            return st;
+    for (size_t i = 0; i < db->n_fw_rules; i++)
+        if (!db->fw_rules[i].in_path && (st = add_literal(db, db->fw_rules[i].literal, LIT_FRAMEWORK, i, diag)))
+            return st;
+    if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||
+        (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
+        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = add_config_literals(db, diag)))
+        return st;
+    const char **texts = malloc(db->n_literals * sizeof *texts);
+    if (!texts)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < db->n_literals; i++)
+        texts[i] = db->literals[i].text;
+    db->pf = prefilter_new(texts, db->n_literals);
+    free(texts);
+    if (!db->pf)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory building the prefilter");
+    db->compiled = 1;
+    return OOMSCAN_OK;
+}
+
+/* ---- lookups ------------------------------------------------------------------------------ */
+
+static int applies_to(const pdb_checklist *c, tax_class cls, const char *phase)
+{
+    const cJSON *a;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c->json, "applies"))
+    {
+        const char *ac = jstr(a, "class"), *ap = jstr(a, "phase");
+        if (ac && ap && strcmp(ac, tax_class_name(cls)) == 0 && strcmp(ap, phase) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+const pdb_checklist *pdb_checklist_for(const pdb *db, tax_class cls, tax_phase phase)
+{
+    for (size_t i = 0; i < db->n_checklists; i++)
+        if (applies_to(&db->checklists[i], cls, tax_phase_name(phase)))
+            return &db->checklists[i];
+    for (size_t i = 0; i < db->n_checklists; i++)
+        if (applies_to(&db->checklists[i], cls, "*"))
+            return &db->checklists[i];
+    return NULL;
+}
+
+const pdb_checklist *pdb_checklist_by_id(const pdb *db, const char *id)
+{
+    for (size_t i = 0; i < db->n_checklists; i++)
+        if (strcmp(db->checklists[i].id, id) == 0)
+            return &db->checklists[i];
+    return NULL;
+}
+
+const char *pdb_unit_for(const pdb_pattern *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_units; i++)
+        if (strcmp(p->units[i].name, name) == 0)
+            return p->units[i].unit;
+    return NULL;
+}

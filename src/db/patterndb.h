@@ -1,0 +1,169 @@
+/* patterndb.h - the knowledge base: failure patterns, line prefixes, phase and framework rules and
+ * remediation checklists, loaded from JSON (embedded or a user's folder), validated and compiled.
+ *
+ * Ownership: a pdb owns everything in it (strings, compiled regexes, the kept JSON of samples and
+ * checklists). After pdb_compile() it is read-only and may be shared between threads; per-thread
+ * match data is created by the matcher, not here. */
+#ifndef OOMSCAN_PATTERNDB_H
+#define OOMSCAN_PATTERNDB_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "match/prefilter.h"
+#include "base/status.h"
+#include "base/taxonomy.h"
+
+typedef struct {
+    char *key;    /* output key, e.g. "other_processes" */
+    char *src;    /* regex source */
+    pcre2_code *re;
+} pdb_list;
+
+typedef struct {
+    char *name;
+    char *unit;
+} pdb_unit;
+
+typedef struct {
+    char *id, *title, *file, *regex_src;
+    tax_class cls;
+    int engine;   /* tax_framework or -1 */
+    int severity; /* 0-100 */
+    int phase;    /* tax_phase the message itself implies (engine start-up, ...), or -1 */
+    int echo;     /* the message usually reports a consequence (a launcher killing siblings) */
+    char **literals;
+    size_t n_literals;
+    pdb_list *lists;
+    size_t n_lists;
+    pdb_unit *units;
+    size_t n_units;
+    /* "continuation": regexes tried on each of the next cont_lines lines (prefixes stripped); their
+     * named captures fill values the message states on later lines (Ray's ActorDiedError pid/ip,
+     * srun's step id). A value the matched line gave is never replaced. */
+    pdb_list *conts;
+    size_t n_conts;
+    int cont_lines;
+    cJSON *samples; /* the "samples" object, kept for --check-patterns */
+    pcre2_code *re;
+} pdb_pattern;
+
+typedef struct {
+    char *id, *file, *regex_src;
+    int at_end; /* matched at the end of the line (Ray's "[repeated 3x across cluster]") */
+    cJSON *samples;
+    pcre2_code *re;
+} pdb_prefix;
+
+typedef enum { FRAME_FUNC, FRAME_CODE, FRAME_PATH } pdb_frame_kind;
+
+typedef struct {
+    pdb_frame_kind kind;
+    char *value;
+    int phase;     /* tax_phase */
+    int framework; /* tax_framework or -1 */
+    int fallback;  /* from "fallback_frames": used only when no ordinary rule matches any frame */
+} pdb_frame_rule;
+
+typedef struct {
+    char *literal;
+    int phase;     /* tax_phase, or -1: "a phase ended" */
+    int framework; /* or -1 */
+} pdb_marker;
+
+typedef struct {
+    char *literal;
+    int framework;
+    int in_path; /* 1: matched against traceback paths; 0: anywhere in a line */
+} pdb_fw_rule;
+
+/* One NVIDIA Xid code from patterns/context/xid.json: what it means and where its cause usually lies
+ * ("hardware", "application", "driver" or "follow_on"). */
+typedef struct {
+    long code;
+    char *meaning, *cause;
+} pdb_xid;
+
+typedef struct {
+    char *id, *file;
+    cJSON *json; /* the whole checklist document */
+} pdb_checklist;
+
+/* What a prefilter literal leads to. */
+typedef enum { LIT_PATTERN, LIT_MARKER, LIT_FRAMEWORK, LIT_TRACEBACK, LIT_FRAME, LIT_CONFIG } pdb_lit_kind;
+
+typedef struct {
+    pdb_lit_kind kind;
+    size_t index; /* into patterns / markers / fw_rules; LIT_TRACEBACK: 0 Python's, 1 faulthandler's */
+} pdb_target;
+
+typedef struct {
+    char *text;
+    pdb_target *targets;
+    size_t n_targets;
+} pdb_literal;
+
+typedef struct pdb {
+    pdb_pattern *patterns;
+    size_t n_patterns;
+    pdb_prefix *prefixes;
+    size_t n_prefixes;
+    pdb_frame_rule *frames;
+    size_t n_frames;
+    pdb_marker *markers;
+    size_t n_markers;
+    pdb_fw_rule *fw_rules;
+    size_t n_fw_rules;
+    pdb_xid *xids;
+    size_t n_xids;
+    pdb_checklist *checklists;
+    size_t n_checklists;
+    /* Built by pdb_compile(): */
+    pdb_literal *literals;
+    size_t n_literals;
+    char **config_lits; /* settings the checklists name, as config_literal() spells them (src/config.h) */
+    size_t n_config_lits;
+    prefilter *pf;
+    uint32_t max_captures;
+    int compiled;
+} pdb;
+
+/* Most lines a pattern's "continuation" may look ahead (the scanner keeps this many in its buffer). */
+#define PDB_CONT_MAX 6
+
+/* Python's own traceback and faulthandler stack markers, always in the prefilter. */
+extern const char PDB_TRACEBACK_LITERAL[];
+extern const char PDB_FRAME_LITERAL[];
+extern const char PDB_STACK_FIRST_LITERAL[];
+
+/* An empty database. NULL when out of memory. */
+pdb *pdb_new(void);
+void pdb_free(pdb *db);
+
+/* Load the data files embedded in the binary. */
+oomscan_status pdb_load_embedded(pdb *db, oomscan_diag *diag);
+
+/* Load one JSON document named `file` (for messages). Entries with an existing id replace it. */
+oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t len, oomscan_diag *diag);
+
+/* Load every *.json below `dir`, recursively, in sorted order. */
+oomscan_status pdb_load_dir(pdb *db, const char *dir, oomscan_diag *diag);
+
+/* Compile regexes (with JIT) and build the literal prefilter. Idempotent. */
+oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
+
+/* The checklist for (class, phase): the specific one, else the class's fallback ("phase": "*"),
+ * else NULL. */
+const pdb_checklist *pdb_checklist_for(const pdb *db, tax_class cls, tax_phase phase);
+const pdb_checklist *pdb_checklist_by_id(const pdb *db, const char *id);
+
+/* The catalog entry for Xid `code`, or NULL when the catalog does not know it. */
+const pdb_xid *pdb_xid_lookup(const pdb *db, long code);
+
+/* The unit declared for capture `name` of pattern `p`, or NULL. */
+const char *pdb_unit_for(const pdb_pattern *p, const char *name);
+
+#endif

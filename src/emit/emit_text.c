@@ -1,0 +1,193 @@
+/* emit_text.c - the report a person reads: the root cause in one sentence, its diagnosis and first
+ * steps, then the cascade counted by class and rank, then each input's summary. Writers only read. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advice/remedy.h"
+#include "emit/report.h"
+#include "pipeline/session.h"
+
+typedef struct {
+    oomscan_write_fn fn;
+    void *ud;
+    int failed;
+    int color;
+} out;
+
+static void w(out *o, const char *fmt, ...)
+{
+    if (o->failed)
+        return;
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof buf)
+        n = sizeof buf - 1;
+    if (o->fn(o->ud, buf, (size_t)n) != 0)
+        o->failed = 1;
+}
+
+static const char *c_(const out *o, const char *code) { return o->color ? code : ""; }
+#define BOLD "\033[1m"
+#define RED "\033[31m"
+#define YEL "\033[33m"
+#define DIM "\033[2m"
+#define RST "\033[0m"
+
+/* An Xid finding says in words what the code means and where the fault usually is, from NVIDIA's
+ * catalog (patterns/context/xid.json), so that "79" is read as "replace or reseat this GPU". */
+static void xid_line(out *o, const finding *f)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(f->memory, "xid");
+    const char *meaning = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->memory, "xid_meaning"));
+    const char *cause = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->memory, "xid_cause"));
+    if (!cJSON_IsNumber(x) || !meaning || !cause)
+        return;
+    const char *hint = strcmp(cause, "hardware") == 0      ? "usually faulty hardware: drain the node, have the GPU checked or replaced"
+                       : strcmp(cause, "application") == 0 ? "usually a bug in the program or its input, not the GPU"
+                       : strcmp(cause, "driver") == 0      ? "usually the driver or GPU firmware: update it, reset the GPU"
+                                                           : "a follow-on report: look for the error before it";
+    w(o, "  Xid %.0f: %s (%s)\n", x->valuedouble, meaning, hint);
+}
+
+static void sentence(out *o, const struct oomscan_scan *s, const finding *f)
+{
+    char loc[1200], nums[1024], what[1600];
+    report_where(f, loc, sizeof loc);
+    report_numbers(f, nums, sizeof nums);
+    report_sentence(f, what, sizeof what);
+    int fw = session_framework(s, f);
+    w(o, "%s%sRoot cause:%s %s%s%s [%s, %s]\n", c_(o, BOLD), c_(o, RED), c_(o, RST), c_(o, BOLD), what, c_(o, RST),
+      tax_class_name(f->cls), fw != FW_UNKNOWN ? tax_framework_name((tax_framework)fw) : "framework unknown");
+    w(o, "  at %s", loc);
+    if (f->occurrences > 1)
+        w(o, ", seen %llu times", (unsigned long long)f->occurrences);
+    if (f->ranks.n > 1)
+        w(o, " on %zu ranks", f->ranks.n);
+    w(o, "\n");
+    if (nums[0])
+        w(o, "  numbers: %s\n", nums);
+    xid_line(o, f);
+    if (f->phase_evidence)
+        w(o, "  %sphase from %s%s\n", c_(o, DIM), f->phase_evidence, c_(o, RST));
+    if (f->n_evidence)
+        w(o, "  %s> %.*s%s\n", c_(o, DIM), 400, f->evidence[0], c_(o, RST));
+    if (f->note)
+        w(o, "  note: %s\n", f->note);
+}
+
+static void advice(out *o, const struct oomscan_scan *s, const finding *f)
+{
+    cJSON *d = remedy_diagnosis_json(f);
+    const cJSON *c;
+    if (d) {
+        w(o, "  %sDiagnosis:%s\n", c_(o, BOLD), c_(o, RST));
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d, "conclusions"))
+        {
+            const cJSON *what = cJSON_GetObjectItemCaseSensitive(c, "what");
+            const cJSON *ar = cJSON_GetObjectItemCaseSensitive(c, "arithmetic");
+            w(o, "    - %s (%s)\n", cJSON_IsString(what) ? what->valuestring : "", cJSON_IsString(ar) ? ar->valuestring : "");
+        }
+        cJSON_Delete(d);
+    }
+    int fw = session_framework(s, f);
+    cJSON *r = remedy_json_config(s->db->p, f, fw, s->st->config, session_job_id(s, f));
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(r, "steps");
+    if (cJSON_GetArraySize(steps) > 0) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+        w(o, "  %sWhat to change%s (checklist %s; `oomscan --explain %s` for all steps):\n", c_(o, BOLD), c_(o, RST),
+          id->valuestring, id->valuestring);
+        int n = 0;
+        const cJSON *st;
+        cJSON_ArrayForEach(st, steps)
+        {
+            if (++n > 3)
+                break;
+            const cJSON *dd = cJSON_GetObjectItemCaseSensitive(st, "do");
+            w(o, "    %d. %s\n", n, cJSON_IsString(dd) ? dd->valuestring : "");
+            const cJSON *set;
+            cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
+            {
+                const cJSON *k = cJSON_GetObjectItemCaseSensitive(set, "key");
+                if (!cJSON_IsString(k))
+                    continue;
+                /* the job's own value when the log printed it: "32 -> 16" */
+                char change[512];
+                report_setting_change(set, change, sizeof change);
+                w(o, "       %s: %s\n", k->valuestring, change);
+            }
+        }
+    }
+    cJSON_Delete(r);
+}
+
+oomscan_status session_write_text(const struct oomscan_scan *s, int color, int verbose, oomscan_write_fn fn, void *ud)
+{
+    out o = {fn, ud, 0, color};
+    const story *st = s->st;
+    size_t *order = malloc((st->n + 1) * sizeof *order);
+    if (!order)
+        return OOMSCAN_ERR_NOMEM;
+    story_order(st, order);
+    if (st->n == 0)
+        w(&o, "No failure found.\n");
+    size_t roots = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        const finding *f = &st->f[order[i]];
+        if (!f->is_root)
+            continue;
+        if (roots++)
+            w(&o, "\n");
+        sentence(&o, s, f);
+        advice(&o, s, f);
+        /* the cascade that follows from this root, counted by class */
+        report_cascade_row rows[CLS__COUNT];
+        if (report_cascade(st, order[i], rows)) {
+            w(&o, "  %sThen, as consequences:%s\n", c_(&o, YEL), c_(&o, RST));
+            for (int c = 0; c < CLS__COUNT; c++)
+                if (rows[c].findings)
+                    w(&o, "    %-22s %llu line(s) in %zu finding(s)%s%s\n", tax_class_name((tax_class)c),
+                      (unsigned long long)rows[c].lines, rows[c].findings, rows[c].ranks[0] ? ", ranks " : "",
+                      rows[c].ranks);
+        }
+    }
+    if (verbose && st->n > 0) {
+        w(&o, "\nAll findings:\n");
+        for (size_t i = 0; i < st->n; i++) {
+            const finding *f = &st->f[order[i]];
+            char loc[1200], nums[1024];
+            report_where(f, loc, sizeof loc);
+            report_numbers(f, nums, sizeof nums);
+            w(&o, "  [%s] %s %s (%s) at %s, %llu time(s)%s%s\n", f->is_root ? "root" : "consequence",
+              tax_class_name(f->cls), tax_phase_name(f->phase), f->id, loc, (unsigned long long)f->occurrences,
+              nums[0] ? "; " : "", nums);
+            if (f->n_evidence)
+                w(&o, "      > %.*s\n", 300, f->evidence[0]);
+        }
+    }
+    w(&o, "\n");
+    for (size_t i = 0; i < s->n_recs; i++) {
+        const input_record *r = &s->recs[i];
+        size_t nf = 0;
+        for (size_t k = 0; k < st->n; k++) {
+            const finding *f = &st->f[k];
+            if (strcmp(f->first.path, r->path) == 0 &&
+                ((!f->first.member && !r->member) || (f->first.member && r->member && strcmp(f->first.member, r->member) == 0)))
+                nf++;
+        }
+        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), r->path, r->member ? ":" : "",
+          r->member ? r->member : "", r->status == INPUT_OK ? "ok" : r->status == INPUT_PARTIAL ? "partial" : "error",
+          (unsigned long long)r->lines, (unsigned long long)r->bytes, nf, r->error ? " (" : "", r->error ? r->error : "",
+          r->error ? ")" : "");
+        if (o.color)
+            w(&o, "%s", RST);
+    }
+    free(order);
+    return o.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+}

@@ -1,0 +1,108 @@
+/* report.c - shared wording of findings for the text report, tickets and JSON titles. */
+#include "emit/report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/values.h"
+
+/* Append to a buffer that is always terminated; output past `cap` is cut, never overflows. */
+static void append(char *buf, size_t cap, const char *fmt, const char *a)
+{
+    size_t len = strlen(buf);
+    if (len + 1 < cap)
+        snprintf(buf + len, cap - len, fmt, a);
+}
+
+void report_title(const finding *f, char *buf, size_t cap)
+{
+    const char *t = f->pattern->title ? f->pattern->title : tax_class_human(f->cls);
+    if (f->phase != PH_UNKNOWN)
+        snprintf(buf, cap, "%s during %s", t, tax_phase_human(f->phase));
+    else
+        snprintf(buf, cap, "%s", t);
+}
+
+void report_sentence(const finding *f, char *buf, size_t cap)
+{
+    report_title(f, buf, cap);
+    if (f->phase == PH_UNKNOWN)
+        append(buf, cap, "%s", " (phase not stated in the log)");
+    if (f->first.has_time) {
+        char tm[64];
+        timefmt_format(&f->first.time, tm, sizeof tm);
+        append(buf, cap, " at %s", tm);
+    }
+    if (f->rank[0])
+        append(buf, cap, " on rank %s", f->rank);
+    if (f->host[0])
+        append(buf, cap, " (host %s)", f->host);
+}
+
+void report_where(const finding *f, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s%s:%llu", f->first.path, f->first.member ? ":" : "", f->first.member ? f->first.member : "",
+             (unsigned long long)f->first.line);
+}
+
+/* The numbers in human units, in the order the message states them. */
+void report_numbers(const finding *f, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    size_t len = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, f->memory)
+    {
+        char v[96];
+        size_t kl = strlen(it->string);
+        if (cJSON_IsNumber(it) && kl > 6 && strcmp(it->string + kl - 6, "_bytes") == 0)
+            values_human_bytes(it->valuedouble, v, sizeof v);
+        else if (cJSON_IsNumber(it))
+            snprintf(v, sizeof v, "%.15g", it->valuedouble);
+        else if (cJSON_IsString(it))
+            snprintf(v, sizeof v, "%s", it->valuestring);
+        else if (cJSON_IsArray(it))
+            snprintf(v, sizeof v, "%d entries", cJSON_GetArraySize(it));
+        else
+            continue;
+        int n = snprintf(buf + len, cap - len, "%s%s=%s", len ? ", " : "", it->string, v);
+        if (n < 0 || (size_t)n >= cap - len)
+            break;
+        len += (size_t)n;
+    }
+}
+
+void report_setting_change(const cJSON *set, char *buf, size_t cap)
+{
+    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(set, "change");
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(set, "current");
+    const cJSON *pro = cJSON_GetObjectItemCaseSensitive(set, "proposed");
+    const char *chs = cJSON_IsString(ch) ? ch->valuestring : "";
+    if (cJSON_IsString(cur) && cJSON_IsString(pro))
+        snprintf(buf, cap, "%s -> %s (%s)", cur->valuestring, pro->valuestring, chs);
+    else if (cJSON_IsString(cur) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(set, "already")))
+        snprintf(buf, cap, "%s already (%s)", cur->valuestring, chs);
+    else if (cJSON_IsString(cur))
+        snprintf(buf, cap, "now %s (%s)", cur->valuestring, chs);
+    else
+        snprintf(buf, cap, "%s", chs);
+}
+
+size_t report_cascade(const story *st, size_t root, report_cascade_row rows[CLS__COUNT])
+{
+    memset(rows, 0, CLS__COUNT * sizeof *rows);
+    size_t rl[CLS__COUNT] = {0}, total = 0;
+    for (size_t k = 0; k < st->n; k++) {
+        const finding *g = &st->f[k];
+        if (g->is_root || g->caused_by != (long)root)
+            continue;
+        report_cascade_row *r = &rows[g->cls];
+        r->findings++;
+        r->lines += g->occurrences;
+        total++;
+        for (size_t i = 0; i < g->ranks.n && rl[g->cls] + 16 < sizeof r->ranks; i++)
+            rl[g->cls] += (size_t)snprintf(r->ranks + rl[g->cls], sizeof r->ranks - rl[g->cls], "%s%s",
+                                           rl[g->cls] ? "," : "", g->ranks.items[i]);
+    }
+    return total;
+}

@@ -1,0 +1,53 @@
+/* input.h - opening log containers as streams of decoded bytes, one "source" at a time.
+ *
+ * A path (or stdin) is sniffed from its first bytes, never its name: plain text; gzip (concatenated
+ * members too); zstd, xz, bzip2; tar in any of those compressions; zip. Each archive member is its own
+ * source; a compressed file inside an archive is decoded too (bounded nesting). Everything streams:
+ * memory does not depend on input size.
+ *
+ * Ownership: input_open_path() returns nothing to free; it calls `fn` once per source with a borrowed
+ * stream that is valid only during the call. The callback reads the stream to the end (or stops early)
+ * and returns; the input module closes it. Directories are NOT handled here (the caller walks them). */
+#ifndef OOMSCAN_INPUT_H
+#define OOMSCAN_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/status.h"
+
+typedef struct input_stream input_stream;
+
+typedef struct {
+    const char *path;      /* the outer input as the user named it ("-" is shown as "<stdin>") */
+    const char *member;    /* path inside the archive, NULL for a plain or singly compressed file */
+    const char *container; /* what was sniffed: "text", "gzip", "zstd", "xz", "bzip2", "tar", "tar+gzip", "zip", ... */
+} input_source_info;
+
+/* Per-source callback. Return 0 to go on with the next member, non-zero to stop the whole input
+ * (input_open_path then returns OOMSCAN_ERR_CANCELLED). */
+typedef int (*input_source_fn)(void *ud, const input_source_info *info, input_stream *s);
+
+/* Read up to `cap` decoded bytes. Returns >0 bytes, 0 at the clean end of the source, -1 on error
+ * (truncated or corrupt data, read error): the reason is then in input_stream_error(). Bytes delivered
+ * before an error stay valid; after -1 every further call returns -1. */
+ssize_t input_read(input_stream *s, void *buf, size_t cap);
+
+/* The reason for the last -1 from input_read(), or NULL. Borrowed, valid until the stream is closed. */
+const char *input_stream_error(const input_stream *s);
+
+/* Open `path` ("-" = standard input) and call `fn` for each source in it, in archive order.
+ * Errors that stop the whole input (cannot open, corrupt archive header, unsupported format) are
+ * returned with `diag` filled: `where` is the path, `msg` the reason. An error inside one member is
+ * reported through that member's stream (input_read -1) and the next member is still tried when the
+ * container allows it. A directory path is an error (OOMSCAN_ERR_USAGE). */
+oomscan_status input_open_path(const char *path, input_source_fn fn, void *ud, oomscan_diag *diag);
+
+/* Same for an already open file descriptor, named `name` in messages; the fd is not closed. */
+oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void *ud, oomscan_diag *diag);
+
+/* The gzip implementation compiled in: "isa-l" or "zlib". */
+const char *input_gzip_backend(void);
+
+#endif

@@ -1,0 +1,583 @@
+/* config.c - reading the job's settings from the configuration it prints, and proposing changes. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
+#include "match/config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MIN_LEAF 10  /* shorter key names ("stage", "backend") are too common to scan for */
+#define VALUE_CAP 200
+#define COMP_CAP 96
+#define YAML_BACK_LINES 4000
+
+typedef struct {
+    char c[CONFIG_MAX_COMPONENTS][COMP_CAP];
+    size_t n;
+} comps;
+
+static int ident(int c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* ---- keys --------------------------------------------------------------------------------- */
+
+/* Split a setting name into normalised components. 0 when it is not a key a log can print
+ * (prose, a command, an environment variable, which shows up in hint texts more than in dumps). */
+static int key_comps(const char *key, comps *out)
+{
+    out->n = 0;
+    if (strncmp(key, "#SBATCH --", 10) == 0) {
+        /* one opaque component: the directive as written */
+        if (strlen(key) >= COMP_CAP || strchr(key + 10, ' '))
+            return 0;
+        snprintf(out->c[0], COMP_CAP, "%s", key);
+        for (char *q = out->c[0]; *q; q++)
+            if (*q == '-')
+                *q = '_';
+        out->n = 1;
+        return 1;
+    }
+    while (*key == '-' || *key == '+')
+        key++;
+    if (!(isalpha((unsigned char)*key) || *key == '_') || isupper((unsigned char)*key))
+        return 0;
+    const char *s = key;
+    while (*s) {
+        const char *dot = strchr(s, '.');
+        size_t len = dot ? (size_t)(dot - s) : strlen(s);
+        if (len == 0 || len >= COMP_CAP || out->n == CONFIG_MAX_COMPONENTS)
+            return 0;
+        for (size_t i = 0; i < len; i++)
+            if (!(ident(s[i]) || s[i] == '-'))
+                return 0;
+        char *c = out->c[out->n++];
+        for (size_t i = 0; i < len; i++)
+            c[i] = s[i] == '-' ? '_' : s[i];
+        c[len] = '\0';
+        if (!dot)
+            break;
+        s = dot + 1;
+    }
+    return out->n > 0;
+}
+
+int config_literal(const char *key, char *lit, size_t cap, char *alt, size_t altcap)
+{
+    comps k;
+    if (!key || !key_comps(key, &k))
+        return 0;
+    if (altcap)
+        alt[0] = '\0';
+    if (key[0] == '#') {
+        snprintf(lit, cap, "%s", key);
+        return strlen(key) < cap;
+    }
+    const char *leaf = k.c[k.n - 1];
+    if (strlen(leaf) < MIN_LEAF || strlen(leaf) >= cap)
+        return 0;
+    snprintf(lit, cap, "%s", leaf);
+    /* the dashed spelling of a command-line flag ("--max-tokens-per-gpu") */
+    const char *raw = strrchr(key, '.');
+    raw = raw ? raw + 1 : key;
+    while (*raw == '-')
+        raw++;
+    if (strchr(raw, '-') && strlen(raw) < altcap)
+        snprintf(alt, altcap, "%s", raw);
+    return 1;
+}
+
+/* ---- store -------------------------------------------------------------------------------- */
+
+void config_store_free(config_store *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->e[i].path);
+        free(s->e[i].value);
+        free(s->e[i].file);
+    }
+    free(s->e);
+    free(s);
+}
+
+static int job_match(const char *a, const char *b) { return !a[0] || !b[0] || strcmp(a, b) == 0; }
+
+/* Set path = value for job; the last read of a key in a job wins. */
+static int put(config_store **sp, const char *path, const char *value, const char *job, const char *file,
+               uint64_t line)
+{
+    if (!*sp && !(*sp = calloc(1, sizeof **sp)))
+        return -1;
+    config_store *s = *sp;
+    size_t i;
+    for (i = 0; i < s->n; i++)
+        if (strcmp(s->e[i].path, path) == 0 && strcmp(s->e[i].job, job ? job : "") == 0)
+            break;
+    if (i == s->n) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 32;
+            config_entry *g = realloc(s->e, cap * sizeof *g);
+            if (!g)
+                return -1;
+            s->e = g;
+            s->cap = cap;
+        }
+        memset(&s->e[i], 0, sizeof s->e[i]);
+        if (!(s->e[i].path = strdup(path)))
+            return -1;
+        snprintf(s->e[i].job, sizeof s->e[i].job, "%s", job ? job : "");
+        s->n++;
+    }
+    config_entry *e = &s->e[i];
+    char *v = strdup(value), *f = strdup(file ? file : "");
+    if (!v || !f) {
+        free(v);
+        free(f);
+        return -1;
+    }
+    free(e->value);
+    free(e->file);
+    e->value = v;
+    e->file = f;
+    e->line = line;
+    e->seq = s->next_seq++;
+    return 0;
+}
+
+int config_store_merge(config_store **dst, config_store **src)
+{
+    config_store *s = *src;
+    if (!s)
+        return 0;
+    int rc = 0;
+    for (size_t i = 0; i < s->n && rc == 0; i++)
+        rc = put(dst, s->e[i].path, s->e[i].value, s->e[i].job, s->e[i].file, s->e[i].line);
+    config_store_free(s);
+    *src = NULL;
+    return rc;
+}
+
+static void path_comps(const char *path, comps *out)
+{
+    out->n = 0;
+    const char *s = path;
+    while (*s && out->n < CONFIG_MAX_COMPONENTS) {
+        const char *dot = strchr(s, '.');
+        size_t len = dot ? (size_t)(dot - s) : strlen(s);
+        if (len >= COMP_CAP)
+            len = COMP_CAP - 1;
+        memcpy(out->c[out->n], s, len);
+        out->c[out->n++][len] = '\0';
+        if (!dot)
+            break;
+        s = dot + 1;
+    }
+}
+
+const config_entry *config_lookup(const config_store *st, const char *key, const char *job)
+{
+    comps k, p;
+    if (!st || !key || !key_comps(key, &k))
+        return NULL;
+    const config_entry *best = NULL;
+    size_t best_score = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        const config_entry *e = &st->e[i];
+        if (!job_match(e->job, job ? job : ""))
+            continue;
+        path_comps(e->path, &p);
+        size_t s = 0;
+        while (s < k.n && s < p.n && strcmp(k.c[k.n - 1 - s], p.c[p.n - 1 - s]) == 0)
+            s++;
+        /* one path must be a suffix of the other: critic.x never stands for actor.x */
+        if (s == 0 || s < (k.n < p.n ? k.n : p.n))
+            continue;
+        if (!best || s > best_score || (s == best_score && e->seq > best->seq)) {
+            best = e;
+            best_score = s;
+        }
+    }
+    return best;
+}
+
+/* ---- reading a line ----------------------------------------------------------------------- */
+
+static void push_front(comps *c, const char *s, size_t len)
+{
+    if (c->n == CONFIG_MAX_COMPONENTS || len == 0)
+        return;
+    memmove(&c->c[1], &c->c[0], c->n * sizeof c->c[0]);
+    if (len >= COMP_CAP)
+        len = COMP_CAP - 1;
+    for (size_t i = 0; i < len; i++)
+        c->c[0][i] = s[i] == '-' ? '_' : s[i];
+    c->c[0][len] = '\0';
+    c->n++;
+}
+
+/* The key written just before an opening bracket at b[o] ("'actor': {", "mb_spec=MicroBatchSpec(").
+ * Returns its length and start in *ks, 0 when there is none (the dump's outermost bracket). */
+static size_t key_before(const char *b, size_t lo, size_t o, size_t *ks)
+{
+    size_t k = o;
+    while (k > lo && (b[k - 1] == ' ' || b[k - 1] == '\t'))
+        k--;
+    if (b[o] == '(') { /* a class name: Namespace(, MicroBatchSpec( */
+        size_t e = k;
+        while (k > lo && (ident(b[k - 1]) || b[k - 1] == '.'))
+            k--;
+        if (k == e)
+            return 0;
+        while (k > lo && b[k - 1] == ' ')
+            k--;
+    }
+    if (k == lo || (b[k - 1] != ':' && b[k - 1] != '='))
+        return 0;
+    k--;
+    while (k > lo && b[k - 1] == ' ')
+        k--;
+    if (k > lo && (b[k - 1] == '\'' || b[k - 1] == '"')) {
+        char q = b[k - 1];
+        size_t e = k - 1, s = e;
+        while (s > lo && b[s - 1] != q && b[s - 1] != '\n')
+            s--;
+        if (s == lo || b[s - 1] != q || s == e)
+            return 0;
+        *ks = s - 1;
+        return e - s;
+    }
+    size_t e = k;
+    while (k > lo && (ident(b[k - 1]) || b[k - 1] == '-'))
+        k--;
+    *ks = k;
+    return e - k;
+}
+
+/* Enclosing keys of a nested dump (Python dict/repr, JSON, dataclass repr), found by walking back
+ * over balanced brackets; works whatever the indentation or line prefixes. Quotes are not tracked:
+ * brackets inside values are balanced in the dumps that matter. */
+static void brace_context(const char *b, size_t lo, size_t p, comps *out)
+{
+    int depth = 0;
+    for (size_t i = p; i > lo; i--) {
+        char c = b[i - 1];
+        if (c == ')' || c == ']' || c == '}')
+            depth++;
+        else if (c == '(' || c == '[' || c == '{') {
+            if (depth > 0) {
+                depth--;
+                continue;
+            }
+            size_t ks = 0, kl = key_before(b, lo, i - 1, &ks);
+            if (kl == 0)
+                return;
+            if (b[ks] == '\'' || b[ks] == '"')
+                push_front(out, b + ks + 1, kl);
+            else
+                push_front(out, b + ks, kl);
+            i = ks + 1;
+        }
+    }
+}
+
+/* Enclosing keys of an indented YAML dump: the nearest earlier "key:" line with less indentation,
+ * repeatedly. Lines are compared after a prefix as long as this line's (Ray's "(TaskRunner pid=1)"). */
+static void yaml_context(const char *b, size_t lo, size_t ls, size_t p, comps *out)
+{
+    size_t ws = p;
+    while (ws > ls && b[ws - 1] == ' ')
+        ws--;
+    size_t prefix = ws - ls, col = p - ls;
+    size_t end = ls; /* end of the previous line (its '\n') */
+    for (int n = 0; n < YAML_BACK_LINES && col > prefix && end > lo; n++) {
+        size_t le = end - 1; /* index of '\n' */
+        size_t s = le;
+        while (s > lo && b[s - 1] != '\n')
+            s--;
+        end = s;
+        size_t e = le;
+        if (e > s && b[e - 1] == '\r')
+            e--;
+        if (e - s <= prefix)
+            continue;
+        size_t k = s + prefix;
+        while (k < e && b[k] == ' ')
+            k++;
+        if (k == e || b[k] == '#')
+            continue;
+        size_t kc = k - s;
+        if (kc >= col)
+            continue;
+        size_t ke = k;
+        while (ke < e && (ident(b[ke]) || b[ke] == '-' || b[ke] == '.'))
+            ke++;
+        size_t r = ke;
+        while (r < e && b[r] == ' ')
+            r++;
+        int opener = ke > k && r < e && b[r] == ':';
+        if (opener) {
+            r++;
+            while (r < e && b[r] == ' ')
+                r++;
+            opener = r == e || b[r] == '#';
+        }
+        if (!opener)
+            return; /* left the block this key sits in */
+        push_front(out, b + k, ke - k);
+        col = kc;
+    }
+}
+
+/* The value that starts at b[q]: a quoted string, a bracketed list, or a bare token. */
+static size_t read_value(const char *b, size_t q, size_t le, char *out)
+{
+    size_t n = 0;
+    if (q >= le)
+        return 0;
+    if (b[q] == '\'' || b[q] == '"') {
+        size_t e = q + 1;
+        while (e < le && b[e] != b[q])
+            e++;
+        if (e == le)
+            return 0;
+        n = e - q - 1;
+        q++;
+    } else if (b[q] == '[' || b[q] == '(') {
+        char open = b[q], close = open == '[' ? ']' : ')';
+        int d = 0;
+        size_t e = q;
+        for (; e < le; e++) {
+            if (b[e] == open)
+                d++;
+            else if (b[e] == close && --d == 0)
+                break;
+        }
+        if (e == le)
+            return 0;
+        n = e - q + 1;
+    } else {
+        size_t e = q;
+        while (e < le && !strchr(",;)}] \t\r\n", b[e]))
+            e++;
+        n = e - q;
+    }
+    if (n == 0 || n >= VALUE_CAP || b[q] == '$' || b[q] == '{')
+        return 0;
+    memcpy(out, b + q, n);
+    out[n] = '\0';
+    return n;
+}
+
+/* One occurrence of literal `lit` at b[p] in the line b[ls..le). 1 when a value was read. */
+static int capture_at(config_store **st, const char *b, size_t ls, size_t le, size_t p, const char *lit,
+                      const char *job, const char *file, uint64_t line)
+{
+    size_t len = strlen(lit), q = p + len;
+    if (q < le && (ident(b[q]) || b[q] == '-'))
+        return 0;
+    comps path = {.n = 0};
+    int flag = 0, quoted = 0, dotted = 0, sbatch = lit[0] == '#';
+    char before = p > ls ? b[p - 1] : ' ';
+    if (sbatch) {
+        if (ident(before))
+            return 0;
+    } else if (ident(before)) {
+        return 0;
+    } else if (before == '-') {
+        /* "--key": a flag; "x-key" is a longer name */
+        if (p < ls + 2 || b[p - 2] != '-' || (p > ls + 2 && (ident(b[p - 3]) || b[p - 3] == '-')))
+            return 0;
+        flag = 1;
+    } else if (before == '.') {
+        size_t s = p - 1;
+        while (s > ls && (ident(b[s - 1]) || b[s - 1] == '.' || b[s - 1] == '-'))
+            s--;
+        /* the dotted prefix of a Hydra override (actor_rollout_ref.actor.x=32) */
+        size_t cs = s;
+        for (size_t i = s; i <= p - 1; i++)
+            if (b[i] == '.') {
+                push_front(&path, b + cs, i - cs); /* appended in order below */
+                cs = i + 1;
+            }
+        /* push_front reversed them: restore the order */
+        for (size_t i = 0; i < path.n / 2; i++) {
+            char t[COMP_CAP];
+            memcpy(t, path.c[i], COMP_CAP);
+            memcpy(path.c[i], path.c[path.n - 1 - i], COMP_CAP);
+            memcpy(path.c[path.n - 1 - i], t, COMP_CAP);
+        }
+        dotted = 1;
+    } else if (before == '\'' || before == '"') {
+        if (q >= le || b[q] != before)
+            return 0;
+        quoted = 1;
+        q++;
+    }
+    size_t r = q;
+    while (r < le && (b[r] == ' ' || b[r] == '\t'))
+        r++;
+    char value[VALUE_CAP];
+    int yaml = 0;
+    if (r < le && (b[r] == ':' || b[r] == '=')) {
+        yaml = b[r] == ':' && !quoted;
+        r++;
+        while (r < le && b[r] == ' ')
+            r++;
+        if (!read_value(b, r, le, value))
+            return 0;
+    } else if (r < le && b[r] == '.' && r + 2 < le && b[r + 1] == '.' && b[r + 2] == '.') {
+        /* Megatron's argument table: "  micro_batch_size ........ 1" */
+        while (r < le && (b[r] == '.' || b[r] == ' '))
+            r++;
+        if (!read_value(b, r, le, value))
+            return 0;
+    } else if (flag || sbatch) {
+        if (r == le || b[r] == '\\' || (b[r] == '-' && r + 1 < le && b[r + 1] == '-'))
+            snprintf(value, sizeof value, "%s", "true"); /* a switch given without a value */
+        else if (r == q || !read_value(b, r, le, value))
+            return 0;
+    } else {
+        return 0; /* the name in prose, code or a message */
+    }
+    if (!sbatch && !dotted && !flag) {
+        size_t lo = p > CONFIG_BACK_CAP ? p - CONFIG_BACK_CAP : 0;
+        if (yaml)
+            yaml_context(b, lo, ls, p, &path);
+        else
+            brace_context(b, lo, quoted ? p - 1 : p, &path);
+    }
+    if (path.n < CONFIG_MAX_COMPONENTS) {
+        size_t l2 = len < COMP_CAP ? len : COMP_CAP - 1;
+        for (size_t i = 0; i < l2; i++)
+            path.c[path.n][i] = lit[i] == '-' ? '_' : lit[i];
+        path.c[path.n][l2] = '\0';
+        path.n++;
+    }
+    char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
+    size_t o = 0;
+    for (size_t i = 0; i < path.n; i++)
+        o += (size_t)snprintf(joined + o, sizeof joined - o, "%s%s", i ? "." : "", path.c[i]);
+    return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
+}
+
+int config_capture(config_store **st, const char *const *lits, size_t n, const char *buf, size_t start,
+                   size_t end, const char *job, const char *file, uint64_t line)
+{
+    int got = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(lits[i]);
+        const char *s = buf + start;
+        while ((size_t)(buf + end - s) >= len) {
+            const char *hit = memmem(s, (size_t)(buf + end - s), lits[i], len);
+            if (!hit)
+                break;
+            int rc = capture_at(st, buf, start, end, (size_t)(hit - buf), lits[i], job, file, line);
+            if (rc < 0)
+                return -1;
+            got += rc;
+            s = hit + len;
+        }
+    }
+    return got;
+}
+
+/* ---- proposing ---------------------------------------------------------------------------- */
+
+static int is_true(const char *v)
+{
+    return !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on");
+}
+static int is_false(const char *v)
+{
+    return !strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off");
+}
+static int is_none(const char *v) { return !strcmp(v, "None") || !strcmp(v, "null") || !strcmp(v, "~"); }
+
+/* Spell a boolean the way the dump spells its values (Python True, YAML true, 1). */
+static const char *spell_bool(const char *cur, int on)
+{
+    if (!strcmp(cur, "0") || !strcmp(cur, "1"))
+        return on ? "1" : "0";
+    if (!strcmp(cur, "null") || islower((unsigned char)cur[0]))
+        return on ? "true" : "false";
+    return on ? "True" : "False";
+}
+
+static void fmt_num(double v, int integer, const char *unit, char *out, size_t cap)
+{
+    if (integer) {
+        snprintf(out, cap, "%.0f%s", v, unit);
+        return;
+    }
+    char t[64];
+    snprintf(t, sizeof t, "%.2f", v);
+    char *e = t + strlen(t) - 1;
+    while (*e == '0')
+        *e-- = '\0';
+    if (*e == '.')
+        *e = '\0';
+    snprintf(out, cap, "%s%s", t, unit);
+}
+
+config_verdict config_propose(const char *change, const char *current, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!change || !current)
+        return CONFIG_NO_PROPOSAL;
+    if (!strcmp(change, "enable") || !strcmp(change, "disable")) {
+        int on = change[0] == 'e';
+        if (on ? is_true(current) : is_false(current))
+            return CONFIG_ALREADY;
+        if (!(on ? is_false(current) : is_true(current)) && !is_none(current))
+            return CONFIG_NO_PROPOSAL;
+        snprintf(out, cap, "%s", spell_bool(current, on));
+        return CONFIG_PROPOSED;
+    }
+    if (!strncmp(change, "set:", 4)) {
+        const char *v = change + 4;
+        if (!*v || *v == '<')
+            return CONFIG_NO_PROPOSAL;
+        if (!strcasecmp(v, current))
+            return CONFIG_ALREADY;
+        snprintf(out, cap, "%s", v);
+        return CONFIG_PROPOSED;
+    }
+    char *end;
+    double n = strtod(current, &end);
+    if (end == current || !isfinite(n) || n <= 0)
+        return CONFIG_NO_PROPOSAL;
+    /* a unit may follow the number (#SBATCH --mem=64G); anything else is not a number */
+    const char *unit = end;
+    for (const char *u = unit; *u; u++)
+        if (!isalpha((unsigned char)*u))
+            return CONFIG_NO_PROPOSAL;
+    int integer = strcspn(current, ".eE") >= (size_t)(end - current);
+    int fraction = !integer && n < 1;
+    double v;
+    if (!strcmp(change, "halve")) {
+        v = integer ? floor(n / 2) : n / 2;
+    } else if (!strcmp(change, "double")) {
+        v = n * 2;
+    } else if (!strcmp(change, "decrease")) {
+        /* a memory fraction steps down by 0.1; a count or budget goes to three quarters */
+        v = fraction ? n - 0.1 : (integer ? floor(n * 0.75) : n * 0.75);
+        if (fraction && v < 0.05)
+            return CONFIG_NO_PROPOSAL;
+    } else if (!strcmp(change, "increase")) {
+        /* a memory fraction steps up by 0.05 and stays at or under 0.95; a count grows by half */
+        v = fraction ? fmin(n + 0.05, 0.95) : (integer ? ceil(n * 1.5) : n * 1.5);
+        if (v <= n)
+            return CONFIG_NO_PROPOSAL;
+    } else {
+        return CONFIG_NO_PROPOSAL;
+    }
+    if (v <= 0 || v == n)
+        return CONFIG_NO_PROPOSAL;
+    fmt_num(v, integer, unit, out, cap);
+    return CONFIG_PROPOSED;
+}

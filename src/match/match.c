@@ -1,0 +1,274 @@
+/* match.c - PCRE2 on the few lines the prefilter picked. */
+#include "match/match.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/values.h"
+
+struct matcher {
+    const pdb *db;
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+};
+
+matcher *matcher_new(const pdb *db)
+{
+    matcher *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->db = db;
+    m->md = pcre2_match_data_create(db->max_captures + 1, NULL);
+    m->mctx = pcre2_match_context_create(NULL);
+    if (!m->md || !m->mctx) {
+        matcher_free(m);
+        return NULL;
+    }
+    /* Hostile input must not make one line cost seconds: bound the backtracking. */
+    pcre2_set_match_limit(m->mctx, 200000);
+    pcre2_set_depth_limit(m->mctx, 5000);
+    return m;
+}
+
+void matcher_free(matcher *m)
+{
+    if (!m)
+        return;
+    pcre2_match_data_free(m->md);
+    pcre2_match_context_free(m->mctx);
+    free(m);
+}
+
+static int run(matcher *m, const pcre2_code *re, const char *text, size_t len, size_t start)
+{
+    return pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+}
+
+/* Iterate the named groups of `re`, calling fn for each name whose group (first set one of a
+ * duplicated name) captured something. */
+typedef int (*name_fn)(void *ud, const char *name, const char *val, size_t n);
+
+static int for_each_name(matcher *m, const pcre2_code *re, const char *text, name_fn fn, void *ud)
+{
+    uint32_t count = 0, entry = 0;
+    PCRE2_SPTR table = NULL;
+    pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count);
+    pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &entry);
+    pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+    uint32_t pairs = pcre2_get_ovector_count(m->md);
+    const char *prev = NULL;
+    for (uint32_t i = 0; i < count; i++) {
+        PCRE2_SPTR e = table + (size_t)i * entry;
+        uint32_t group = ((uint32_t)e[0] << 8) | e[1];
+        const char *name = (const char *)e + 2;
+        if (prev && strcmp(prev, name) == 0)
+            continue; /* a duplicated name already delivered */
+        if (group >= pairs || ov[2 * group] == PCRE2_UNSET)
+            continue;
+        /* With (?J) the same name may sit in several branches; the table lists them in a row. */
+        int r = fn(ud, name, text + ov[2 * group], ov[2 * group + 1] - ov[2 * group]);
+        if (r)
+            return r;
+        prev = name;
+    }
+    return 0;
+}
+
+static int count_fn(void *ud, const char *name, const char *val, size_t n)
+{
+    (void)name;
+    (void)val;
+    (void)n;
+    ++*(int *)ud;
+    return 0;
+}
+
+int matcher_try(matcher *m, size_t idx, const char *text, size_t len)
+{
+    const pdb_pattern *p = &m->db->patterns[idx];
+    if (run(m, p->re, text, len, 0) < 0)
+        return 0;
+    int n = 0;
+    for_each_name(m, p->re, text, count_fn, &n);
+    return n + 1;
+}
+
+void matcher_span(const matcher *m, size_t *start, size_t *end)
+{
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+    *start = ov[0];
+    *end = ov[1];
+}
+
+typedef struct {
+    const pdb_pattern *p;
+    cJSON *obj;
+} put_ud;
+
+static int put_fn(void *ud, const char *name, const char *val, size_t n)
+{
+    put_ud *u = ud;
+    cJSON *v = values_convert(name, val, n, u->p ? pdb_unit_for(u->p, name) : NULL);
+    if (!v)
+        return -1;
+    cJSON_DeleteItemFromObjectCaseSensitive(u->obj, name);
+    cJSON_AddItemToObject(u->obj, name, v);
+    return 0;
+}
+
+int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *obj)
+{
+    const pdb_pattern *p = &m->db->patterns[idx];
+    if (run(m, p->re, text, len, 0) < 0)
+        return 0;
+    put_ud u = {p, obj};
+    if (for_each_name(m, p->re, text, put_fn, &u))
+        return -1;
+    /* An Xid code alone says little to most readers: add what NVIDIA's catalog says it means and
+     * whether it usually points at the hardware or at the program (patterns/context/xid.json). */
+    const cJSON *xid = cJSON_GetObjectItemCaseSensitive(obj, "xid");
+    const pdb_xid *xe = cJSON_IsNumber(xid) ? pdb_xid_lookup(m->db, (long)xid->valuedouble) : NULL;
+    if (xe && (!cJSON_AddStringToObject(obj, "xid_meaning", xe->meaning) ||
+               !cJSON_AddStringToObject(obj, "xid_cause", xe->cause)))
+        return -1;
+    for (size_t k = 0; k < p->n_lists; k++) {
+        cJSON *arr = cJSON_CreateArray();
+        if (!arr)
+            return -1;
+        size_t at = 0;
+        /* Bounded: a hostile line cannot make the list unbounded. */
+        for (int guard = 0; guard < 256 && at <= len && run(m, p->lists[k].re, text, len, at) >= 0; guard++) {
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+            cJSON *item = cJSON_CreateObject();
+            if (!item) {
+                cJSON_Delete(arr);
+                return -1;
+            }
+            put_ud iu = {p, item};
+            for_each_name(m, p->lists[k].re, text, put_fn, &iu);
+            cJSON_AddItemToArray(arr, item);
+            at = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
+        }
+        if (cJSON_GetArraySize(arr) > 0)
+            cJSON_AddItemToObject(obj, p->lists[k].key, arr);
+        else
+            cJSON_Delete(arr);
+    }
+    return 0;
+}
+
+typedef struct {
+    const pdb_pattern *p;
+    cJSON *obj;
+    int added;
+} cont_ud;
+
+static int cont_fn(void *ud, const char *name, const char *val, size_t n)
+{
+    cont_ud *u = ud;
+    if (cJSON_GetObjectItemCaseSensitive(u->obj, name))
+        return 0; /* the matched line said it first */
+    cJSON *v = values_convert(name, val, n, pdb_unit_for(u->p, name));
+    if (!v)
+        return -1;
+    cJSON_AddItemToObject(u->obj, name, v);
+    u->added++;
+    return 0;
+}
+
+int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, cJSON *obj)
+{
+    const pdb_pattern *p = &m->db->patterns[idx];
+    if (p->n_conts == 0)
+        return 0;
+    line_ctx ctx;
+    size_t ml;
+    const char *msg = matcher_strip(m, line, len, &ml, &ctx);
+    cont_ud u = {p, obj, 0};
+    for (size_t k = 0; k < p->n_conts; k++) {
+        if (!p->conts[k].re || run(m, p->conts[k].re, msg, ml, 0) < 0)
+            continue;
+        if (for_each_name(m, p->conts[k].re, msg, cont_fn, &u))
+            return -1;
+    }
+    return u.added;
+}
+
+/* ---- prefixes ---------------------------------------------------------------------------- */
+
+typedef struct {
+    line_ctx *ctx;
+} ctx_ud;
+
+static void put_field(char *dst, size_t cap, const char *val, size_t n)
+{
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, val, n);
+    dst[n] = '\0';
+}
+
+static int ctx_fn(void *ud, const char *name, const char *val, size_t n)
+{
+    line_ctx *c = ((ctx_ud *)ud)->ctx;
+    if (strcmp(name, "rank") == 0)
+        put_field(c->rank, sizeof c->rank, val, n);
+    else if (strcmp(name, "local_rank") == 0)
+        put_field(c->local_rank, sizeof c->local_rank, val, n);
+    else if (strcmp(name, "pid") == 0)
+        put_field(c->pid, sizeof c->pid, val, n);
+    else if (strcmp(name, "ip") == 0)
+        put_field(c->ip, sizeof c->ip, val, n);
+    else if (strcmp(name, "host") == 0)
+        put_field(c->host, sizeof c->host, val, n);
+    else if (strcmp(name, "time") == 0 && !c->time[0])
+        put_field(c->time, sizeof c->time, val, n); /* the outermost stamp (the collector's) wins */
+    else if (strcmp(name, "actor") == 0)
+        put_field(c->actor, sizeof c->actor, val, n);
+    else if (strcmp(name, "repeat") == 0)
+        c->repeat = strtol(val, NULL, 10);
+    return 0;
+}
+
+const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx)
+{
+    memset(ctx, 0, sizeof *ctx);
+    const pdb *db = m->db;
+    size_t pos = 0;
+    ctx_ud u = {ctx};
+    for (int round = 0; round < 12; round++) {
+        int stripped = 0;
+        for (size_t i = 0; i < db->n_prefixes; i++) {
+            const pdb_prefix *p = &db->prefixes[i];
+            if (p->at_end || !p->re)
+                continue;
+            /* the rest of the line is the subject, so a rule may anchor with ^ or \G alike */
+            if (run(m, p->re, line + pos, len - pos, 0) < 0)
+                continue;
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+            if (ov[1] == 0)
+                continue;
+            for_each_name(m, p->re, line + pos, ctx_fn, &u);
+            pos += ov[1];
+            stripped = 1;
+            break;
+        }
+        if (!stripped)
+            break;
+    }
+    size_t end = len;
+    for (size_t i = 0; i < db->n_prefixes; i++) {
+        const pdb_prefix *p = &db->prefixes[i];
+        if (!p->at_end || !p->re)
+            continue;
+        if (run(m, p->re, line, end, pos) >= 0) {
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+            for_each_name(m, p->re, line, ctx_fn, &u);
+            end = ov[0];
+        }
+    }
+    *msg_len = end - pos;
+    return line + pos;
+}

@@ -1,0 +1,47 @@
+/* match.h - running the database's regexes on one line: stripping launcher prefixes (collecting the
+ * rank, pid, host and time they carry) and matching failure patterns with their captures.
+ *
+ * Ownership: a matcher is per thread (it owns PCRE2 match data) and borrows its pdb, which must
+ * outlive it. Views it hands out point into the caller's line and are valid while that line is. */
+#ifndef OOMSCAN_MATCH_H
+#define OOMSCAN_MATCH_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "db/patterndb.h"
+
+typedef struct matcher matcher;
+
+/* What the prefixes of a line said. Empty strings when absent. */
+typedef struct {
+    char rank[16], local_rank[16], pid[24], ip[64], host[96], time[48], actor[64];
+    long repeat; /* Ray's "[repeated Nx across cluster]": N, else 0 */
+} line_ctx;
+
+matcher *matcher_new(const pdb *db);
+void matcher_free(matcher *m);
+
+/* Strip known prefixes from `line` (repeatedly, in database order) and the end-of-line decorations;
+ * return the message's start and set *msg_len. Fills `ctx` (cleared first). */
+const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx);
+
+/* Try failure pattern `idx` on text[0..len). Returns the number of named captures that were set
+ * plus one on a match (so >0 means matched), 0 on no match. The match stays available to
+ * matcher_values() until the next call. */
+int matcher_try(matcher *m, size_t idx, const char *text, size_t len);
+
+/* Add the named captures of the last successful matcher_try (on the same text) to `obj`, converted
+ * by docs/data-formats.md, plus the pattern's lists. Returns 0, or -1 when out of memory. */
+int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *obj);
+
+/* Run pattern `idx`'s "continuation" regexes on one following line (its prefixes stripped here) and
+ * add the named captures whose key `obj` does not hold yet. Returns how many values were added, or
+ * -1 when out of memory. Clobbers the last match (call matcher_span first). */
+int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, cJSON *obj);
+
+/* Start and end of the last match. */
+void matcher_span(const matcher *m, size_t *start, size_t *end);
+
+#endif

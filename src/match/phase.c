@@ -1,0 +1,311 @@
+/* phase.c - phase attribution from tracebacks and markers. */
+#include "match/phase.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS 16      /* interleaved streams tracked at once */
+#define FRAMES 48     /* innermost frames kept per traceback */
+#define TB_REACH 400  /* a traceback this many lines before the error no longer explains it */
+/* A faulthandler dump starts right under its "Fatal Python error" line, but the failing ("Current")
+ * thread may come after the other threads' blocks: its header this many lines after the failure is
+ * still the failure's own stack. */
+#define LATE_REACH 100
+
+typedef struct {
+    int rule;       /* index into db->frames of the best rule for this frame, -1 none */
+    int fallback;   /* the best fallback rule ("only when nothing better"), -1 none */
+    int fw;         /* framework from a path rule */
+    uint64_t line;
+    char func[64];
+    char file[96];  /* last part of the path, for evidence */
+} frame;
+
+typedef struct {
+    char key[24];
+    int first;          /* a faulthandler stack: most recent call first (frames[n-1] is still the innermost) */
+    int other;          /* a faulthandler block of a thread other than the failing one: frames not kept */
+    uint64_t tb_line;   /* line of the Traceback (or faulthandler stack) header */
+    uint64_t last_line; /* line of the last frame */
+    uint64_t used;      /* LRU clock */
+    size_t n;           /* frames kept (innermost last); older ones dropped */
+    frame frames[FRAMES];
+} tb_slot;
+
+struct phase_state {
+    const pdb *db;
+    tb_slot slots[SLOTS];
+    uint64_t clock;
+    int marker;          /* last marker index, -1 none */
+    uint64_t marker_line;
+    uint32_t votes[FW__COUNT];
+};
+
+phase_state *phase_new(const pdb *db)
+{
+    phase_state *ps = calloc(1, sizeof *ps);
+    if (ps) {
+        ps->db = db;
+        ps->marker = -1;
+    }
+    return ps;
+}
+
+void phase_free(phase_state *ps) { free(ps); }
+
+void phase_reset_source(phase_state *ps)
+{
+    memset(ps->slots, 0, sizeof ps->slots);
+    ps->marker = -1;
+    ps->marker_line = 0;
+}
+
+static tb_slot *slot_for(phase_state *ps, const char *key, int create)
+{
+    tb_slot *lru = &ps->slots[0];
+    for (int i = 0; i < SLOTS; i++) {
+        tb_slot *s = &ps->slots[i];
+        if (s->used && strcmp(s->key, key) == 0) {
+            s->used = ++ps->clock;
+            return s;
+        }
+        if (s->used < lru->used)
+            lru = s;
+    }
+    if (!create)
+        return NULL;
+    memset(lru, 0, sizeof *lru);
+    snprintf(lru->key, sizeof lru->key, "%s", key);
+    lru->used = ++ps->clock;
+    return lru;
+}
+
+void phase_traceback(phase_state *ps, const char *key, uint64_t line)
+{
+    tb_slot *s = slot_for(ps, key, 1);
+    s->n = 0;
+    s->first = s->other = 0;
+    s->tb_line = line;
+    s->last_line = line;
+}
+
+static int starts_with(const char *s, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+void phase_stack_header(phase_state *ps, const char *key, const char *text, size_t len, uint64_t line)
+{
+    while (len && (*text == ' ' || *text == '\t'))
+        text++, len--;
+    /* "Stack (...)" is a dump of the failing thread alone; "Current thread 0x..." is the failing one
+     * among several. c10's "Exception raised from X at Y (most recent call first):" heads a C++ stack
+     * and must not end the Python traceback printed above it. */
+    int other = starts_with(text, len, "Thread 0x");
+    if (!other && !starts_with(text, len, "Stack (most recent call first)") && !starts_with(text, len, "Current thread 0x"))
+        return;
+    tb_slot *s = slot_for(ps, key, 1);
+    s->n = 0;
+    s->first = 1;
+    s->other = other;
+    s->tb_line = line;
+    s->last_line = line;
+}
+
+static int contains(const char *hay, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    if (k == 0 || k > n)
+        return 0;
+    for (size_t i = 0; i + k <= n; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, k) == 0)
+            return 1;
+    return 0;
+}
+
+void phase_frame(phase_state *ps, const char *key, const char *path, size_t path_len, const char *func,
+                 size_t func_len, const char *code, size_t code_len, uint64_t line)
+{
+    const pdb *db = ps->db;
+    tb_slot *s = slot_for(ps, key, 1);
+    frame nf, *f = &nf;
+    memset(f, 0, sizeof *f);
+    f->line = line;
+    f->rule = -1;
+    f->fw = -1;
+    s->last_line = line;
+    snprintf(f->func, sizeof f->func, "%.*s", (int)(func_len < 63 ? func_len : 63), func);
+    size_t base = path_len;
+    while (base > 0 && path[base - 1] != '/' && path[base - 1] != '\\')
+        base--;
+    snprintf(f->file, sizeof f->file, "%.*s", (int)((path_len - base) < 95 ? path_len - base : 95), path + base);
+    /* code beats func beats path: the code line names the very call (loss.backward()). */
+    int best_rank = -1, best_fb = -1;
+    f->fallback = -1;
+    for (size_t i = 0; i < db->n_frames; i++) {
+        const pdb_frame_rule *r = &db->frames[i];
+        int hit = 0, rank = 0;
+        if (r->kind == FRAME_CODE) {
+            hit = code && contains(code, code_len, r->value);
+            rank = 3;
+        } else if (r->kind == FRAME_FUNC) {
+            hit = strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0;
+            rank = 2;
+        } else {
+            hit = contains(path, path_len, r->value);
+            rank = 1;
+        }
+        if (hit && r->fallback && rank > best_fb) {
+            best_fb = rank;
+            f->fallback = (int)i;
+        } else if (hit && !r->fallback && rank > best_rank) {
+            best_rank = rank;
+            f->rule = (int)i;
+        }
+    }
+    for (size_t i = 0; i < db->n_fw_rules; i++)
+        if (db->fw_rules[i].in_path && contains(path, path_len, db->fw_rules[i].literal)) {
+            int fw = db->fw_rules[i].framework;
+            if (f->fw < 0 || tax_framework_rank((tax_framework)fw) > tax_framework_rank((tax_framework)f->fw))
+                f->fw = fw;
+        }
+    if (f->fw >= 0)
+        ps->votes[f->fw]++;
+    if (s->other)
+        return; /* another thread's stack: its paths still tell the framework, never the phase */
+    if (s->first) {
+        /* listed innermost first: each frame is further out, so it goes below the ones kept; past
+         * FRAMES the outermost are the ones dropped */
+        if (s->n == FRAMES)
+            return;
+        memmove(&s->frames[1], &s->frames[0], s->n * sizeof s->frames[0]);
+        s->frames[0] = nf;
+        s->n++;
+        return;
+    }
+    if (s->n == FRAMES) {
+        memmove(&s->frames[0], &s->frames[1], (FRAMES - 1) * sizeof s->frames[0]);
+        s->n--;
+    }
+    s->frames[s->n++] = nf;
+}
+
+void phase_marker(phase_state *ps, size_t marker, uint64_t line)
+{
+    ps->marker = (int)marker;
+    ps->marker_line = line;
+    int fw = ps->db->markers[marker].framework;
+    if (fw >= 0)
+        ps->votes[fw]++;
+}
+
+void phase_framework_vote(phase_state *ps, int framework)
+{
+    if (framework >= 0 && framework < FW__COUNT)
+        ps->votes[framework]++;
+}
+
+/* The phase from a slot's frames: innermost mapped frame first; with passes == 2, fallback rules in a
+ * second pass. Fills out (and its framework from the frames' paths even without a phase); 1 if a rule
+ * decided. `after` ends the evidence. */
+static int decide_frames(const phase_state *ps, const tb_slot *s, int passes, const char *after, phase_answer *out)
+{
+    const pdb *db = ps->db;
+    int fw = -1;
+    for (size_t i = s->n; i-- > 0;)
+        if (s->frames[i].fw >= 0 && fw < 0)
+            fw = s->frames[i].fw;
+    for (size_t k = 0; k < (size_t)passes * s->n; k++) {
+        /* first pass: ordinary rules, innermost frame first; second pass: fallback rules */
+        size_t i = s->n - 1 - (k % s->n);
+        const frame *f = &s->frames[i];
+        int ri = k < s->n ? f->rule : f->fallback;
+        if (ri < 0)
+            continue;
+        const pdb_frame_rule *r = &db->frames[ri];
+        out->phase = (tax_phase)r->phase;
+        out->framework = r->framework >= 0 ? r->framework : fw;
+        snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu)%s",
+                 s->first ? "faulthandler stack" : "traceback", r->kind == FRAME_CODE ? r->value : f->func, f->file,
+                 (unsigned long long)f->line, after);
+        return 1;
+    }
+    out->framework = fw;
+    return 0;
+}
+
+void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
+                  phase_answer *out)
+{
+    const pdb *db = ps->db;
+    memset(out, 0, sizeof *out);
+    out->phase = PH_UNKNOWN;
+    out->framework = -1;
+    const tb_slot *s = slot_for((phase_state *)ps, key, 0);
+    /* Without a traceback of its own stream, a lone traceback of the default stream still counts. */
+    if ((!s || s->n == 0) && key[0])
+        s = slot_for((phase_state *)ps, "", 0);
+    if (s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH && decide_frames(ps, s, 2, "", out))
+        return;
+    if (pattern_phase >= 0) {
+        out->phase = (tax_phase)pattern_phase;
+        snprintf(out->evidence, sizeof out->evidence, "the message itself is printed in %s",
+                 tax_phase_human((tax_phase)pattern_phase));
+        if (out->framework < 0)
+            out->framework = engine;
+        return;
+    }
+    if (ps->marker >= 0 && db->markers[ps->marker].phase >= 0) {
+        const pdb_marker *m = &db->markers[ps->marker];
+        out->phase = (tax_phase)m->phase;
+        if (out->framework < 0)
+            out->framework = m->framework;
+        snprintf(out->evidence, sizeof out->evidence, "last progress marker \"%s\" (line %llu)", m->literal,
+                 (unsigned long long)ps->marker_line);
+        return;
+    }
+    if (out->framework < 0)
+        out->framework = engine;
+}
+
+int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out)
+{
+    memset(out, 0, sizeof *out);
+    out->phase = PH_UNKNOWN;
+    out->framework = -1;
+    const tb_slot *s = slot_for((phase_state *)ps, key, 0);
+    if (!s || !s->first || s->other || s->n == 0 || s->tb_line <= failure_line || s->tb_line - failure_line > LATE_REACH)
+        return 0;
+    /* Ordinary rules only: the stack may still be growing outward, and a fallback rule (a collective)
+     * must not decide while an outer frame could still name the real phase. An ordinary rule matched
+     * now is final, because every frame still to come is further out. */
+    if (!decide_frames(ps, s, 1, ", printed after the failure", out)) {
+        out->framework = -1;
+        return 0;
+    }
+    return 1;
+}
+
+int phase_framework(const phase_state *ps)
+{
+    int best = FW_UNKNOWN;
+    for (int f = 0; f < FW__COUNT; f++) {
+        if (!ps->votes[f] || f == FW_UNKNOWN)
+            continue;
+        if (best == FW_UNKNOWN || tax_framework_rank((tax_framework)f) > tax_framework_rank((tax_framework)best) ||
+            (tax_framework_rank((tax_framework)f) == tax_framework_rank((tax_framework)best) &&
+             ps->votes[f] > ps->votes[best]))
+            best = f;
+    }
+    return best;
+}
+
+const uint32_t *phase_framework_votes(const phase_state *ps) { return ps->votes; }
+
+int phase_last_marker(const phase_state *ps, uint64_t *line)
+{
+    *line = ps->marker_line;
+    return ps->marker;
+}

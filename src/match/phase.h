@@ -1,0 +1,70 @@
+/* phase.h - where in the pipeline a failure struck, and whose code was running.
+ *
+ * Fed, line by line, with the context the prefilter found (traceback headers and frames, progress
+ * markers, framework banners), it keeps a little state per output stream (rank or pid, since ranks
+ * interleave) and answers, at a failure, the phase and the evidence for it. Evidence, strongest first:
+ * the innermost mapped frame of the traceback that carries the error; the message's own phase (engine
+ * start-up); the latest progress marker; else unknown. A faulthandler stack comes after its failure
+ * and lists the most recent call first: phase_late() answers for the failure above it. No I/O.
+ *
+ * Ownership: a phase_state is per source; it borrows the pdb. */
+#ifndef OOMSCAN_PHASE_H
+#define OOMSCAN_PHASE_H
+
+#include <stdint.h>
+
+#include "db/patterndb.h"
+
+typedef struct phase_state phase_state;
+
+phase_state *phase_new(const pdb *db);
+void phase_free(phase_state *ps);
+/* Forget everything (a new source begins). Framework votes are kept: they are per input. */
+void phase_reset_source(phase_state *ps);
+
+/* "Traceback (most recent call last):" for stream `key` (e.g. "r3" or "p1234" or ""). */
+void phase_traceback(phase_state *ps, const char *key, uint64_t line);
+
+/* A faulthandler stack header (a line holding "(most recent call first)") for stream `key`: "Stack" or
+ * "Current thread 0x..." starts the failing thread's stack, "Thread 0x..." another thread's (its frames
+ * never give a phase); any other line (c10's C++ stack header) changes nothing. */
+void phase_stack_header(phase_state *ps, const char *key, const char *text, size_t len, uint64_t line);
+
+/* A frame `File "path", line N, in func` (faulthandler: `..., line N in func`) with its code line (may
+ * be NULL). In a faulthandler stack the frames come innermost first. */
+void phase_frame(phase_state *ps, const char *key, const char *path, size_t path_len, const char *func,
+                 size_t func_len, const char *code, size_t code_len, uint64_t line);
+
+/* A progress marker (index into db->markers) seen at `line`. */
+void phase_marker(phase_state *ps, size_t marker, uint64_t line);
+
+/* A framework rule (index into db->fw_rules) matched a line. */
+void phase_framework_vote(phase_state *ps, int framework);
+
+typedef struct {
+    tax_phase phase;
+    int framework;     /* from the deciding frame or marker, -1 if none */
+    char evidence[256];
+} phase_answer;
+
+/* The phase of a failure on stream `key` at `line`, whose pattern implies `pattern_phase` (-1 none)
+ * and comes from engine `engine` (-1 none). */
+void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
+                  phase_answer *out);
+
+/* Late evidence: the phase named by the failing thread's faulthandler stack on stream `key` whose
+ * header came after `failure_line` and within a few lines of it (the failure's own stack, printed
+ * below it). Ordinary frame rules only; an answer is final once given. 1 and `out` filled if the
+ * frames so far name a phase, else 0. The caller gives it only to a failure that has no phase. */
+int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out);
+
+/* The framework with the strongest evidence in everything fed so far (FW_UNKNOWN if none), and the
+ * per-framework vote counts (FW__COUNT entries) for merging inputs. */
+int phase_framework(const phase_state *ps);
+
+/* The last progress marker (index into db->markers) and its line, -1 if none: saved by --state so that
+ * a re-run continues with the phase the log was in (restore it with phase_marker()). */
+int phase_last_marker(const phase_state *ps, uint64_t *line);
+const uint32_t *phase_framework_votes(const phase_state *ps);
+
+#endif

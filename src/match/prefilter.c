@@ -1,0 +1,346 @@
+/* prefilter.c - multi-literal search: Vectorscan when built in, else Wu-Manber with 3-byte blocks. */
+#include "match/prefilter.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+#include <hs.h>
+#include <pthread.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#define SCRATCH_POOL 64
+#define REORDER_CAP 512
+#endif
+
+#define BLOCK 3
+#define TABLE_BITS 16
+#define TABLE_SIZE (1u << TABLE_BITS)
+
+struct prefilter {
+    size_t n;
+    size_t m;      /* window: the shortest literal, capped */
+    size_t maxlen; /* longest literal */
+    char **lits;
+    size_t *lens;
+    uint8_t shift[TABLE_SIZE];
+    int32_t head[TABLE_SIZE]; /* first literal whose window ends with this block, -1 = none */
+    int32_t *next;            /* chain of literals sharing a block, in increasing index */
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    hs_database_t *hs; /* NULL: the portable engine runs */
+    hs_scratch_t *proto;
+    pthread_mutex_t mu;
+    hs_scratch_t *pool[SCRATCH_POOL];
+    size_t n_pool;
+#endif
+};
+
+static inline uint32_t block_hash(const unsigned char *p)
+{
+    uint32_t v = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16);
+    return (v * 2654435761u) >> (32 - TABLE_BITS);
+}
+
+void prefilter_free(prefilter *pf)
+{
+    if (!pf)
+        return;
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    if (pf->hs) {
+        for (size_t i = 0; i < pf->n_pool; i++)
+            hs_free_scratch(pf->pool[i]);
+        hs_free_scratch(pf->proto);
+        hs_free_database(pf->hs);
+        pthread_mutex_destroy(&pf->mu);
+    }
+#endif
+    for (size_t i = 0; i < pf->n; i++)
+        free(pf->lits[i]);
+    free(pf->lits);
+    free(pf->lens);
+    free(pf->next);
+    free(pf);
+}
+
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+/* Compile the set for Vectorscan. On any refusal the portable engine runs instead: same hits. */
+static void hs_build(prefilter *pf)
+{
+    unsigned *ids = malloc(pf->n * sizeof *ids);
+    unsigned *flags = calloc(pf->n, sizeof *flags);
+    if (ids && flags && pthread_mutex_init(&pf->mu, NULL) == 0) {
+        for (size_t i = 0; i < pf->n; i++)
+            ids[i] = (unsigned)i;
+        hs_compile_error_t *err = NULL;
+        if (hs_compile_lit_multi((const char *const *)pf->lits, flags, ids, pf->lens, (unsigned)pf->n,
+                                 HS_MODE_BLOCK, NULL, &pf->hs, &err) != HS_SUCCESS) {
+            hs_free_compile_error(err);
+            pf->hs = NULL;
+        } else if (hs_alloc_scratch(pf->hs, &pf->proto) != HS_SUCCESS) {
+            hs_free_database(pf->hs);
+            pf->hs = NULL;
+        }
+        if (!pf->hs)
+            pthread_mutex_destroy(&pf->mu);
+    }
+    free(ids);
+    free(flags);
+#if defined(__GLIBC__)
+    /* the compiler's working memory is freed but glibc keeps it mapped; hand it back (the peak RSS
+     * budget is 16 MiB, docs/performance.md) */
+    malloc_trim(0);
+#endif
+}
+#endif
+
+prefilter *prefilter_new(const char *const *lits, size_t n)
+{
+    return prefilter_new_engine(lits, n, PREFILTER_AUTO);
+}
+
+prefilter *prefilter_new_engine(const char *const *lits, size_t n, prefilter_engine engine)
+{
+    prefilter *pf = calloc(1, sizeof *pf);
+    if (!pf)
+        return NULL;
+    pf->n = n;
+    pf->lits = calloc(n ? n : 1, sizeof *pf->lits);
+    pf->lens = calloc(n ? n : 1, sizeof *pf->lens);
+    pf->next = calloc(n ? n : 1, sizeof *pf->next);
+    if (!pf->lits || !pf->lens || !pf->next)
+        goto fail;
+    /* Cap the window so one long literal set does not make the tables sparse; 16 is plenty to jump. */
+    pf->m = 16;
+    for (size_t i = 0; i < n; i++) {
+        pf->lens[i] = strlen(lits[i]);
+        if (pf->lens[i] < PREFILTER_MIN_LITERAL)
+            goto fail;
+        if (!(pf->lits[i] = strdup(lits[i])))
+            goto fail;
+        if (pf->lens[i] < pf->m)
+            pf->m = pf->lens[i];
+        if (pf->lens[i] > pf->maxlen)
+            pf->maxlen = pf->lens[i];
+    }
+    size_t max_shift = pf->m - BLOCK + 1;
+    if (max_shift > 255)
+        max_shift = 255;
+    memset(pf->shift, (int)max_shift, sizeof pf->shift);
+    for (size_t i = 0; i < TABLE_SIZE; i++)
+        pf->head[i] = -1;
+    /* built from the last literal back so each chain runs in increasing index (the reported order) */
+    for (size_t i = n; i-- > 0;) {
+        const unsigned char *l = (const unsigned char *)pf->lits[i];
+        for (size_t q = BLOCK - 1; q < pf->m; q++) {
+            uint32_t h = block_hash(l + q - (BLOCK - 1));
+            size_t s = pf->m - 1 - q;
+            if (s < pf->shift[h])
+                pf->shift[h] = (uint8_t)s;
+        }
+        uint32_t h = block_hash(l + pf->m - BLOCK);
+        pf->next[i] = pf->head[h];
+        pf->head[h] = (int32_t)i;
+    }
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    if (engine == PREFILTER_AUTO && n > 0)
+        hs_build(pf);
+#else
+    (void)engine;
+#endif
+    return pf;
+fail:
+    prefilter_free(pf);
+    return NULL;
+}
+
+const char *prefilter_engine_name(const prefilter *pf)
+{
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    if (pf && pf->hs)
+        return "vectorscan";
+#endif
+    (void)pf;
+    return "portable";
+}
+
+static void wm_scan(const prefilter *pf, const unsigned char *buf, size_t from, size_t end, size_t avail,
+                    prefilter_hit_fn fn, void *ud)
+{
+    const size_t m = pf->m;
+    /* j is the index of the window's last byte; the window starts at j - m + 1. */
+    size_t j = from + m - 1;
+    size_t limit = end + m - 1; /* windows starting before `end` */
+    if (limit > avail)
+        limit = avail;
+    const uint8_t *shift = pf->shift;
+    while (j < limit) {
+        uint32_t h = block_hash(buf + j - (BLOCK - 1));
+        size_t s = shift[h];
+        if (s) {
+            j += s;
+            continue;
+        }
+        size_t start = j - m + 1;
+        size_t resume = start + 1;
+        for (int32_t i = pf->head[h]; i >= 0; i = pf->next[i]) {
+            size_t len = pf->lens[i];
+            if (start + len <= avail && memcmp(buf + start, pf->lits[i], len) == 0) {
+                size_t r = fn(ud, (size_t)i, start);
+                if (r == SIZE_MAX)
+                    return;
+                if (r > resume)
+                    resume = r;
+            }
+        }
+        j = resume + m - 1;
+    }
+}
+
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+/* Vectorscan reports a hit when its literal ends. A hit that ends at e starts at e - len, so once the
+ * scan has reached end e, every hit still to come starts at e - maxlen or later: pending hits that
+ * start before that are final and go out, smallest (start, literal) first. */
+typedef struct {
+    size_t start, lit;
+} pending;
+
+typedef struct {
+    const prefilter *pf;
+    size_t from, end;
+    prefilter_hit_fn fn;
+    void *ud;
+    pending q[REORDER_CAP]; /* sorted by (start, lit) */
+    size_t nq;
+    size_t last_start, resume; /* the WM engine's skip rule, replayed */
+    int started, stopped;
+} hs_ctx;
+
+static int deliver(hs_ctx *c, size_t upto)
+{
+    size_t k = 0;
+    for (; k < c->nq && c->q[k].start < upto; k++) {
+        const pending *p = &c->q[k];
+        if (c->started && p->start != c->last_start && p->start < c->resume)
+            continue;
+        if (!c->started || p->start != c->last_start) {
+            c->started = 1;
+            c->last_start = p->start;
+            c->resume = p->start + 1;
+        }
+        size_t r = c->fn(c->ud, p->lit, p->start);
+        if (r == SIZE_MAX) {
+            c->stopped = 1;
+            return 1;
+        }
+        if (r > c->resume)
+            c->resume = r;
+    }
+    memmove(c->q, c->q + k, (c->nq - k) * sizeof *c->q);
+    c->nq -= k;
+    return 0;
+}
+
+static int on_hs_match(unsigned int id, unsigned long long from, unsigned long long to, unsigned int flags,
+                       void *ctx)
+{
+    (void)from;
+    (void)flags;
+    hs_ctx *c = ctx;
+    size_t len = c->pf->lens[id];
+    size_t at = c->from + (size_t)to; /* absolute end */
+    size_t start = at - len;
+    /* everything that starts before this can no longer be preceded by a later hit */
+    if (at > c->pf->maxlen && deliver(c, at - c->pf->maxlen))
+        return 1;
+    if (start >= c->end)
+        return 0;
+    if (c->nq == REORDER_CAP && deliver(c, c->q[0].start + 1)) /* only a pathological set gets here */
+        return 1;
+    size_t k = c->nq;
+    while (k > 0 && (c->q[k - 1].start > start || (c->q[k - 1].start == start && c->q[k - 1].lit > id))) {
+        c->q[k] = c->q[k - 1];
+        k--;
+    }
+    c->q[k].start = start;
+    c->q[k].lit = id;
+    c->nq++;
+    return 0;
+}
+
+static hs_scratch_t *scratch_get(prefilter *pf)
+{
+    hs_scratch_t *s = NULL;
+    pthread_mutex_lock(&pf->mu);
+    if (pf->n_pool > 0)
+        s = pf->pool[--pf->n_pool];
+    pthread_mutex_unlock(&pf->mu);
+    if (!s && hs_clone_scratch(pf->proto, &s) != HS_SUCCESS)
+        s = NULL;
+    return s;
+}
+
+static void scratch_put(prefilter *pf, hs_scratch_t *s)
+{
+    pthread_mutex_lock(&pf->mu);
+    if (pf->n_pool < SCRATCH_POOL) {
+        pf->pool[pf->n_pool++] = s;
+        s = NULL;
+    }
+    pthread_mutex_unlock(&pf->mu);
+    if (s)
+        hs_free_scratch(s);
+}
+
+/* 0 when it ran; -1 when no scratch could be had (the caller runs the portable engine). */
+static int hs_run(const prefilter *cpf, const unsigned char *buf, size_t from, size_t end, size_t avail,
+                  prefilter_hit_fn fn, void *ud)
+{
+    /* the pool is internal bookkeeping; the search itself reads the prefilter only */
+    prefilter *pf = (prefilter *)cpf;
+    hs_scratch_t *s = scratch_get(pf);
+    if (!s)
+        return -1;
+    hs_ctx c;
+    c.pf = pf;
+    c.from = from;
+    c.end = end;
+    c.fn = fn;
+    c.ud = ud;
+    c.nq = 0;
+    c.last_start = c.resume = 0;
+    c.started = c.stopped = 0;
+    size_t stop = end - 1 + pf->maxlen; /* the last byte a literal starting before `end` can need */
+    if (stop > avail)
+        stop = avail;
+    size_t pos = from;
+    /* hs_scan takes an unsigned int length: feed very large regions in pieces that overlap by a
+     * literal, and keep each hit to the piece where it starts */
+    while (pos < end && !c.stopped) {
+        size_t piece_end = end - pos > (1u << 30) ? pos + (1u << 30) : end;
+        size_t piece_stop = piece_end - 1 + pf->maxlen;
+        if (piece_stop > stop)
+            piece_stop = stop;
+        c.from = pos;
+        c.end = piece_end;
+        hs_scan(pf->hs, (const char *)buf + pos, (unsigned)(piece_stop - pos), 0, s, on_hs_match, &c);
+        if (!c.stopped)
+            deliver(&c, SIZE_MAX);
+        pos = piece_end;
+    }
+    scratch_put(pf, s);
+    return 0;
+}
+#endif
+
+void prefilter_scan(const prefilter *pf, const unsigned char *buf, size_t from, size_t end, size_t avail,
+                    prefilter_hit_fn fn, void *ud)
+{
+    if (!pf || pf->n == 0 || end <= from)
+        return;
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    if (pf->hs && hs_run(pf, buf, from, end, avail, fn, ud) == 0)
+        return;
+#endif
+    wm_scan(pf, buf, from, end, avail, fn, ud);
+}

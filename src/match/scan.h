@@ -1,0 +1,75 @@
+/* scan.h - scanning one source (a file or an archive member) into a story.
+ *
+ * The bytes come through a read callback in large chunks. Line ends are \n, \r\n and a bare \r; a line
+ * longer than SCAN_LINE_CAP is cut into pieces that keep its line number. The prefilter runs over the
+ * whole chunk; only lines holding a literal are split out, stripped of prefixes and matched. Line
+ * numbers and byte offsets are exact (terminators are counted over every byte, vectorised).
+ *
+ * Ownership: a scanner is per thread; it borrows the pdb. The phase state and story passed to
+ * scanner_run are the caller's. */
+#ifndef OOMSCAN_SCAN_H
+#define OOMSCAN_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "db/patterndb.h"
+#include "match/phase.h"
+#include "story/story.h"
+#include "base/timefmt.h"
+
+#define SCAN_LINE_CAP (1u << 20)
+
+typedef struct scanner scanner;
+
+/* Read callback: up to `cap` bytes into buf; >0 bytes, 0 end, -1 error (see scan_result.error), or
+ * SCAN_READ_IDLE: no data for a while on a live stream, so scan every complete line held back for
+ * lookahead now (a finding must not wait for lines that may never come), then read on. */
+typedef ssize_t (*scan_read_fn)(void *ud, void *buf, size_t cap);
+#define SCAN_READ_IDLE (-2)
+
+typedef void (*scan_progress_fn)(void *ud, uint64_t bytes);
+
+typedef struct {
+    const char *path;   /* outer input name */
+    const char *member; /* archive member or NULL */
+    size_t input;       /* top-level input index (ordering) */
+    char job_id[32];    /* from the name (slurm-<job>.out, %A_%a) or "" */
+    char rank[16];      /* from the name (rank3.log) or "" */
+    char host[96];      /* from the name (node12/...) or "" */
+    /* Resuming part-way (stream.c, state.c); all zero for a whole source. */
+    uint64_t base_offset, base_line; /* stream offset and lines before the first byte read */
+    const timefmt *time0; /* the last stamp seen before base_offset, or NULL */
+    int eager;          /* a live stream: scan after every read instead of filling a large chunk */
+} scan_source;
+
+typedef struct {
+    uint64_t bytes, lines, lines_cut;
+    int read_error; /* the read callback returned -1 */
+    int have_time;  /* last_time holds the last stamp seen (to resume after this source) */
+    timefmt last_time;
+} scan_result;
+
+scanner *scanner_new(const pdb *db);
+void scanner_free(scanner *sc);
+
+/* Give the scanner a helper thread (for one input when a core is spare): each buffer's prefilter pass
+ * is split in two halves run at once, and the hits are replayed in order, so findings, line numbers
+ * and output are exactly those of one thread. 0, or -1 when no thread could be had (the scanner
+ * then works alone, as before). The thread ends in scanner_free. */
+int scanner_use_helper(scanner *sc);
+
+/* Fill the name-derived context of `src` from its path and member. */
+void scan_source_from_name(scan_source *src);
+
+/* Scan one source to its end. Findings go into `st`, context into `ps` (reset for this source by the
+ * caller when appropriate). Returns OOMSCAN_OK, or OOMSCAN_ERR_NOMEM. A read error is not a failure
+ * of the scan: it is reported in `res->read_error` and what was read before is kept. */
+oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
+                           story *st, scan_result *res, scan_progress_fn progress, void *progress_ud);
+
+/* Count line terminators (\n, \r\n as one, bare \r) in p[0..n). A \r at p[n-1] counts as one. */
+uint64_t scan_count_lines(const unsigned char *p, size_t n);
+
+#endif

@@ -1,0 +1,569 @@
+/* oomscan.c - the public API: database handles, the scan driver (inputs, directories, worker
+ * threads, merging in input order) and output dispatch. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "oomscan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "input/input.h"
+#include "match/phase.h"
+#include "match/scan.h"
+#include "pipeline/session.h"
+#include "pipeline/state.h"
+#include "base/status.h"
+#include "pipeline/stream.h"
+
+/* ---- database ------------------------------------------------------------------------------ */
+
+static oomscan_status db_make(oomscan_db **out, int embedded, oomscan_diag *diag)
+{
+    *out = NULL;
+    oomscan_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->p = pdb_new())) {
+        free(db);
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    }
+    if (embedded) {
+        oomscan_status st = pdb_load_embedded(db->p, diag);
+        if (st) {
+            oomscan_db_free(db);
+            return st;
+        }
+    }
+    *out = db;
+    return OOMSCAN_OK;
+}
+
+oomscan_status oomscan_db_new(oomscan_db **out, oomscan_diag *diag) { return db_make(out, 1, diag); }
+oomscan_status oomscan_db_new_empty(oomscan_db **out, oomscan_diag *diag) { return db_make(out, 0, diag); }
+
+oomscan_status oomscan_db_add_dir(oomscan_db *db, const char *dir, oomscan_diag *diag)
+{
+    return pdb_load_dir(db->p, dir, diag);
+}
+
+oomscan_status oomscan_db_compile(oomscan_db *db, oomscan_diag *diag) { return pdb_compile(db->p, diag); }
+
+void oomscan_db_free(oomscan_db *db)
+{
+    if (!db)
+        return;
+    pdb_free(db->p);
+    free(db);
+}
+
+size_t oomscan_db_pattern_count(const oomscan_db *db) { return db->p->n_patterns; }
+
+void oomscan_db_pattern_info(const oomscan_db *db, size_t i, oomscan_pattern_info *out)
+{
+    const pdb_pattern *p = &db->p->patterns[i];
+    out->id = p->id;
+    out->class_name = tax_class_name(p->cls);
+    out->file = p->file;
+    out->regex = p->regex_src;
+    out->title = p->title ? p->title : tax_class_human(p->cls);
+    out->n_literals = p->n_literals;
+}
+
+size_t oomscan_db_checklist_count(const oomscan_db *db) { return db->p->n_checklists; }
+const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i) { return db->p->checklists[i].id; }
+
+const char *oomscan_gzip_backend(void) { return input_gzip_backend(); }
+
+/* ---- scan ---------------------------------------------------------------------------------- */
+
+oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const oomscan_options *opt,
+                                oomscan_diag *diag)
+{
+    *out = NULL;
+    if (!db || !db->p->compiled)
+        return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "the database must be compiled before scanning");
+    oomscan_scan *s = calloc(1, sizeof *s);
+    if (!s || !(s->st = story_new())) {
+        free(s);
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    }
+    s->db = db;
+    if (opt)
+        s->opt = *opt;
+    if (opt && opt->job_id) {
+        if (strlen(opt->job_id) >= sizeof s->job_given) {
+            story_free(s->st);
+            free(s);
+            return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "job id longer than 31 characters");
+        }
+        snprintf(s->job_given, sizeof s->job_given, "%s", opt->job_id);
+        s->opt.job_id = NULL; /* the caller's string is not kept */
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    *out = s;
+    return OOMSCAN_OK;
+}
+
+static void free_rec(input_record *r)
+{
+    free(r->path);
+    free(r->member);
+    free(r->container);
+    free(r->error);
+}
+
+static void free_unit(scan_unit *u)
+{
+    free(u->path);
+    story_free(u->st);
+    for (size_t i = 0; i < u->n_recs; i++)
+        free_rec(&u->recs[i]);
+    free(u->recs);
+}
+
+void oomscan_scan_free(oomscan_scan *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_units; i++)
+        free_unit(&s->units[i]);
+    free(s->units);
+    story_free(s->st);
+    rep_free(s->rep);
+    for (size_t i = 0; i < s->n_recs; i++)
+        free_rec(&s->recs[i]);
+    free(s->recs);
+    for (size_t i = 0; i < s->n_errors; i++)
+        free(s->errors[i]);
+    free(s->errors);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+/* -- expanding directories -- */
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+} strvec;
+
+static int vec_push(strvec *v, const char *s)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 16;
+        char **g = realloc(v->v, cap * sizeof *g);
+        if (!g)
+            return -1;
+        v->v = g;
+        v->cap = cap;
+    }
+    if (!(v->v[v->n] = strdup(s)))
+        return -1;
+    v->n++;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Files under dir, recursively, sorted by name at each level; symlinked directories are not followed
+ * (loops). Returns -1 only when out of memory; unreadable directories become paths that fail later
+ * with their reason. */
+static int expand(strvec *out, const char *path, int depth)
+{
+    struct stat sb;
+    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64)
+        return vec_push(out, path);
+    DIR *d = opendir(path);
+    if (!d)
+        return vec_push(out, path);
+    strvec names = {0};
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) && rc == 0)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            rc = vec_push(&names, e->d_name);
+    closedir(d);
+    if (names.n)
+        qsort(names.v, names.n, sizeof *names.v, cmp_str);
+    for (size_t i = 0; i < names.n && rc == 0; i++) {
+        size_t len = strlen(path) + strlen(names.v[i]) + 2;
+        char *child = malloc(len);
+        if (!child) {
+            rc = -1;
+            break;
+        }
+        snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", names.v[i]);
+        struct stat lb;
+        if (lstat(child, &lb) == 0 && S_ISLNK(lb.st_mode) && stat(child, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            free(child);
+            continue;
+        }
+        if (lstat(child, &lb) == 0 && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
+            rc = expand(out, child, depth + 1);
+        free(child);
+    }
+    for (size_t i = 0; i < names.n; i++)
+        free(names.v[i]);
+    free(names.v);
+    return rc;
+}
+
+/* -- one unit -- */
+
+typedef struct {
+    oomscan_scan *s;
+    scan_unit *u;
+    scanner *sc;
+    phase_state *ps;
+    input_stream *stream;
+} unit_ctx;
+
+static ssize_t read_stream(void *ud, void *buf, size_t cap) { return input_read(ud, buf, cap); }
+
+static void progress_cb(void *ud, uint64_t bytes)
+{
+    unit_ctx *c = ud;
+    if (c->s->opt.on_progress)
+        c->s->opt.on_progress(c->s->opt.ud, bytes);
+}
+
+input_record *session_add_record(scan_unit *u, const char *path, const char *member)
+{
+    input_record *g = realloc(u->recs, (u->n_recs + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    u->recs = g;
+    input_record *r = &g[u->n_recs];
+    memset(r, 0, sizeof *r);
+    r->path = strdup(path);
+    r->member = member ? strdup(member) : NULL;
+    if (!r->path || (member && !r->member)) {
+        free(r->path);
+        free(r->member);
+        return NULL;
+    }
+    u->n_recs++;
+    return r;
+}
+
+void session_note_job(scan_unit *u, const char *job)
+{
+    if (!job[0])
+        return;
+    if (!u->job_id[0])
+        snprintf(u->job_id, sizeof u->job_id, "%s", job);
+    else if (strcmp(u->job_id, job) != 0)
+        u->job_conflict = 1;
+}
+
+static int on_source(void *ud, const input_source_info *info, input_stream *stream)
+{
+    unit_ctx *c = ud;
+    scan_unit *u = c->u;
+    input_record *r = session_add_record(u, info->path, info->member);
+    if (!r) {
+        u->status = OOMSCAN_ERR_NOMEM;
+        return 1;
+    }
+    r->container = info->container ? strdup(info->container) : NULL;
+    scan_source src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)};
+    scan_source_from_name(&src);
+    session_note_job(u, src.job_id);
+    phase_reset_source(c->ps);
+    scan_result res;
+    oomscan_status st = scanner_run(c->sc, read_stream, stream, &src, c->ps, u->st, &res, progress_cb, c);
+    r = &u->recs[u->n_recs - 1];
+    r->bytes = res.bytes;
+    r->lines = res.lines;
+    r->lines_cut = res.lines_cut;
+    if (res.read_error) {
+        const char *why = input_stream_error(stream);
+        r->status = res.bytes > 0 ? INPUT_PARTIAL : INPUT_ERROR;
+        r->error = strdup(why ? why : "read error");
+    }
+    if (st) {
+        u->status = st;
+        return 1;
+    }
+    return 0;
+}
+
+static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
+{
+    scan_unit *u = &s->units[i];
+    if (s->state && state_run_unit(s, i, sc, ps))
+        return; /* --state: a plain file read on from where the last run stopped */
+    unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
+    oomscan_diag d;
+    diag_clear(&d);
+    oomscan_status st = input_open_path(u->path, on_source, &c, &d);
+    if (st && st != OOMSCAN_ERR_CANCELLED) {
+        const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
+        input_record *r = session_add_record(u, name, NULL);
+        if (r) {
+            r->status = INPUT_ERROR;
+            r->error = strdup(d.msg[0] ? d.msg : status_name(st));
+        } else {
+            u->status = OOMSCAN_ERR_NOMEM;
+        }
+        /* an archive that broke after some members: the members read stay, the archive is partial */
+        if (r && u->n_recs > 1)
+            r->status = INPUT_PARTIAL;
+    }
+    memcpy(u->votes, phase_framework_votes(ps), sizeof u->votes);
+}
+
+static void merge_unit(oomscan_scan *s, size_t i)
+{
+    scan_unit *u = &s->units[i];
+    if (story_merge(s->st, u->st) != 0)
+        u->status = OOMSCAN_ERR_NOMEM;
+    for (int f = 0; f < FW__COUNT; f++)
+        s->votes[f] += u->votes[f];
+    if (u->job_id[0]) {
+        if (!s->job_id[0])
+            snprintf(s->job_id, sizeof s->job_id, "%s", u->job_id);
+        else if (strcmp(s->job_id, u->job_id) != 0)
+            s->job_conflict = 1;
+    }
+    s->job_conflict |= u->job_conflict;
+    input_record *g = realloc(s->recs, (s->n_recs + u->n_recs) * sizeof *g);
+    if (!g) {
+        u->status = OOMSCAN_ERR_NOMEM;
+        return;
+    }
+    s->recs = g;
+    for (size_t k = 0; k < u->n_recs; k++) {
+        input_record *r = &u->recs[k];
+        if (r->status != INPUT_OK) {
+            size_t len = strlen(r->path) + (r->member ? strlen(r->member) + 1 : 0) + strlen(r->error ? r->error : "") + 4;
+            char *msg = malloc(len);
+            char **eg = realloc(s->errors, (s->n_errors + 1) * sizeof *eg);
+            if (msg && eg) {
+                snprintf(msg, len, "%s%s%s: %s", r->path, r->member ? ":" : "", r->member ? r->member : "",
+                         r->error ? r->error : "error");
+                s->errors = eg;
+                s->errors[s->n_errors++] = msg;
+            } else {
+                free(msg);
+                if (eg)
+                    s->errors = eg;
+            }
+        }
+        s->recs[s->n_recs++] = *r;
+    }
+    free(u->recs);
+    u->recs = NULL;
+    u->n_recs = 0;
+}
+
+typedef struct {
+    oomscan_scan *s;
+    oomscan_status status;
+} worker_arg;
+
+static void *worker(void *arg)
+{
+    worker_arg *w = arg;
+    oomscan_scan *s = w->s;
+    scanner *sc = scanner_new(s->db->p);
+    phase_state *ps = phase_new(s->db->p);
+    if (!sc || !ps)
+        w->status = OOMSCAN_ERR_NOMEM;
+    if (sc && s->split_scan)
+        (void)scanner_use_helper(sc); /* without it the scan is only slower, never different */
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        size_t i = s->next_unit++;
+        pthread_mutex_unlock(&s->mu);
+        if (i >= s->n_units)
+            break;
+        if (w->status == OOMSCAN_OK) {
+            /* framework votes are per input: a fresh state for each */
+            phase_free(ps);
+            ps = phase_new(s->db->p);
+            if (ps)
+                run_unit(s, i, sc, ps);
+            else
+                w->status = OOMSCAN_ERR_NOMEM;
+        }
+        pthread_mutex_lock(&s->mu);
+        s->units[i].done = 1;
+        if (!ps)
+            s->units[i].status = OOMSCAN_ERR_NOMEM;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    scanner_free(sc);
+    phase_free(ps);
+    return NULL;
+}
+
+oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, size_t n, oomscan_diag *diag)
+{
+    strvec files = {0};
+    for (size_t i = 0; i < n; i++)
+        if (expand(&files, paths[i], 0) != 0) {
+            for (size_t k = 0; k < files.n; k++)
+                free(files.v[k]);
+            free(files.v);
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+        }
+    size_t first = s->n_units;
+    scan_unit *g = realloc(s->units, (s->n_units + files.n + 1) * sizeof *g);
+    if (!g) {
+        for (size_t k = 0; k < files.n; k++)
+            free(files.v[k]);
+        free(files.v);
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    }
+    s->units = g;
+    oomscan_status st = OOMSCAN_OK;
+    for (size_t k = 0; k < files.n; k++) {
+        scan_unit *u = &s->units[s->n_units++];
+        memset(u, 0, sizeof *u);
+        u->path = files.v[k];
+        if (!(u->st = story_new()))
+            st = OOMSCAN_ERR_NOMEM;
+    }
+    free(files.v);
+    if (!st && s->state)
+        st = state_plan(s);
+    if (st)
+        return diag_set(diag, st, NULL, "out of memory");
+
+    unsigned jobs = s->opt.jobs;
+    if (jobs == 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = nc > 0 ? (unsigned)nc : 1;
+    }
+    size_t todo = s->n_units - first;
+    /* fewer inputs than cores: the spare cores split each input's prefilter pass (docs/performance.md) */
+    s->split_scan = todo > 0 && jobs >= 2 * todo;
+    if (jobs > todo)
+        jobs = todo ? (unsigned)todo : 1;
+    /* stdin can only be read once and by one reader; nothing else needs care */
+    s->next_unit = first;
+    pthread_t tids[64];
+    worker_arg args[64];
+    if (jobs > 64)
+        jobs = 64;
+    unsigned started = 0;
+    if (jobs > 1) {
+        for (unsigned t = 0; t < jobs; t++) {
+            args[t].s = s;
+            args[t].status = OOMSCAN_OK;
+            if (pthread_create(&tids[t], NULL, worker, &args[t]) == 0)
+                started++;
+        }
+    }
+    if (started == 0) {
+        args[0].s = s;
+        args[0].status = OOMSCAN_OK;
+        worker(&args[0]);
+    }
+    /* Merge in input order as units complete, so output is the same whatever the thread timing. */
+    for (size_t i = first; i < s->n_units; i++) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->units[i].done)
+            pthread_cond_wait(&s->cv, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+        merge_unit(s, i);
+        if (s->units[i].status)
+            st = s->units[i].status;
+        s->merged = i + 1;
+        if (s->opt.on_input)
+            s->opt.on_input(s->opt.ud, i);
+    }
+    for (unsigned t = 0; t < started; t++) {
+        pthread_join(tids[t], NULL);
+        if (args[t].status)
+            st = args[t].status;
+    }
+    if (started == 0 && args[0].status)
+        st = args[0].status;
+    if (st)
+        return diag_set(diag, st, NULL, "%s", status_name(st));
+    return OOMSCAN_OK;
+}
+
+size_t oomscan_scan_input_errors(const oomscan_scan *s) { return s->n_errors; }
+const char *oomscan_scan_input_error(const oomscan_scan *s, size_t i) { return i < s->n_errors ? s->errors[i] : NULL; }
+
+static void finish(oomscan_scan *s)
+{
+    story_finish(s->st, session_scan_job(s));
+}
+
+void session_finish(oomscan_scan *s) { finish(s); }
+
+size_t oomscan_scan_finding_count(const oomscan_scan *s)
+{
+    finish((oomscan_scan *)s);
+    return s->st->n;
+}
+
+int session_framework(const oomscan_scan *s, const finding *f)
+{
+    int best = FW_UNKNOWN;
+    for (int k = 0; k < FW__COUNT; k++) {
+        if (k == FW_UNKNOWN || !s->votes[k])
+            continue;
+        if (best == FW_UNKNOWN || tax_framework_rank((tax_framework)k) > tax_framework_rank((tax_framework)best) ||
+            (tax_framework_rank((tax_framework)k) == tax_framework_rank((tax_framework)best) && s->votes[k] > s->votes[best]))
+            best = k;
+    }
+    int own = f->framework >= 0 ? f->framework : (f->pattern->engine >= 0 ? f->pattern->engine : FW_UNKNOWN);
+    if (own != FW_UNKNOWN && tax_framework_rank((tax_framework)own) >= tax_framework_rank((tax_framework)best))
+        return own;
+    return best;
+}
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+typedef struct {
+    oomscan_write_fn fn;
+    void *ud;
+    int failed;
+} sink;
+
+static int put(sink *k, const char *s, size_t n)
+{
+    if (k->failed)
+        return -1;
+    if (k->fn(k->ud, s, n) != 0)
+        k->failed = 1;
+    return k->failed ? -1 : 0;
+}
+
+oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn fn, void *ud)
+{
+    return stream_emit(s, NULL, NULL, 0, fn, ud);
+}
+
+oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
+{
+    finish(s);
+    if (out->format == OOMSCAN_FMT_NDJSON)
+        return oomscan_scan_write_ndjson_delta(s, fn, ud);
+    if (out->format == OOMSCAN_FMT_TEXT)
+        return session_write_text(s, out->color, out->verbose, fn, ud);
+    if (out->format == OOMSCAN_FMT_TICKET)
+        return session_write_tickets(s, out, fn, ud);
+    cJSON *doc = session_json(s);
+    char *txt = doc ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!txt)
+        return OOMSCAN_ERR_NOMEM;
+    sink k = {fn, ud, 0};
+    put(&k, txt, strlen(txt));
+    put(&k, "\n", 1);
+    free(txt);
+    return k.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+}
