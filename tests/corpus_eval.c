@@ -44,9 +44,70 @@ static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, 
  * found as some phase is `invented`. Both wrong and invented are errors: a wrong phase is worse than none. */
 typedef struct {
     unsigned stated, right, miss, wrong, unstated, honest, invented, roles, role_wrong;
+    unsigned conf_stated, conf_right;          /* phase right and confidence stated: confidence agrees */
+    unsigned fw_shown, fw_right, fw_miss, fw_wrong, fw_unshown, fw_invented;
+    unsigned sz_values, sz_right, sz_miss, sz_wrong;
 } phase_tally;
 
-static void phase_check(const cJSON *meta, const oomscan_scan *scan, const char *name, phase_tally *t)
+/* finding `got`'s value for a meta memory key, as a number; `pid` keys of other_processes are matched
+ * by pid. Returns 1 found. */
+static int mem_number(const cJSON *mem, const char *key, double *v)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(mem, key);
+    if (!cJSON_IsNumber(it))
+        return 0;
+    *v = it->valuedouble;
+    return 1;
+}
+
+/* Sizes: every value the meta's `memory` states (other_processes entry by entry) against the finding's
+ * `memory`; a value within 1 byte per 1e6 is right (the printed figures are rounded). */
+static void size_check(const cJSON *want, const cJSON *got, const char *name, phase_tally *t)
+{
+    const cJSON *w;
+    cJSON_ArrayForEach(w, want)
+    {
+        if (strcmp(w->string, "pid") == 0)
+            continue;
+        if (strcmp(w->string, "other_processes") == 0) {
+            const cJSON *p;
+            cJSON_ArrayForEach(p, w)
+            {
+                double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "pid"));
+                double b = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "in_use_bytes"));
+                int found = 0;
+                const cJSON *q;
+                cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(got, "other_processes"))
+                {
+                    if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "pid")) == pid) {
+                        double g = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "in_use_bytes"));
+                        found = 1 + (g > b * (1 + 1e-6) + 1 || g < b * (1 - 1e-6) - 1);
+                    }
+                }
+                t->sz_values++;
+                if (found == 1)
+                    t->sz_right++;
+                else if (found == 0)
+                    t->sz_miss++, printf("  %s: size other_processes pid %.0f not read\n", name, pid);
+                else
+                    t->sz_wrong++, printf("  %s: size other_processes pid %.0f wrong\n", name, pid);
+            }
+            continue;
+        }
+        if (!cJSON_IsNumber(w))
+            continue;
+        double g, b = w->valuedouble;
+        t->sz_values++;
+        if (!mem_number(got, w->string, &g))
+            t->sz_miss++, printf("  %s: size %s not read\n", name, w->string);
+        else if (g > b * (1 + 1e-6) + 1 || g < b * (1 - 1e-6) - 1)
+            t->sz_wrong++, printf("  %s: size %s %.0f, want %.0f\n", name, w->string, g, b);
+        else
+            t->sz_right++;
+    }
+}
+
+static void phase_check(const cJSON *meta, oomscan_scan *scan, const char *name, phase_tally *t)
 {
     size_t *order = malloc((scan->st->n + 1) * sizeof *order);
     if (!order)
@@ -73,13 +134,60 @@ static void phase_check(const cJSON *meta, const oomscan_scan *scan, const char 
                 break;
             }
         }
-        if (!got)
-            continue; /* a recall miss, counted above */
+        if (!got) { /* a recall miss (counted above): what the log states is not given either */
+            const char *want_fw = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "framework"));
+            if (want_phase && strcmp(want_phase, "unknown") != 0)
+                t->stated++, t->miss++, printf("  %s: %s not found, phase %s not given\n", name, tax_class_name((tax_class)c), want_phase);
+            else if (want_phase)
+                t->unstated++, t->honest++;
+            if (want_fw && strcmp(want_fw, "unknown") != 0)
+                t->fw_shown++, t->fw_miss++;
+            else if (want_fw)
+                t->fw_unshown++;
+            const cJSON *want_mem = cJSON_GetObjectItemCaseSensitive(m, "memory");
+            if (cJSON_IsObject(want_mem)) {
+                cJSON *none = cJSON_CreateObject();
+                size_check(want_mem, none, name, t);
+                cJSON_Delete(none);
+            }
+            continue;
+        }
         const char *gp = tax_phase_name(got->phase);
+        const char *want_conf = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "phase_confidence"));
+        const char *want_fw = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "framework"));
+        if (want_fw) {
+            const char *gf = tax_framework_name((tax_framework)session_framework(scan, got));
+            if (strcmp(want_fw, "unknown") != 0) {
+                t->fw_shown++;
+                if (strcmp(gf, want_fw) == 0)
+                    t->fw_right++;
+                else if (strcmp(gf, "unknown") == 0)
+                    t->fw_miss++, printf("  %s: framework unknown, log shows %s\n", name, want_fw);
+                else
+                    t->fw_wrong++, printf("  %s: framework %s, want %s\n", name, gf, want_fw);
+            } else {
+                t->fw_unshown++;
+                if (strcmp(gf, "unknown") != 0)
+                    t->fw_invented++, printf("  %s: framework %s, the log shows none\n", name, gf);
+            }
+        }
+        const cJSON *want_mem = cJSON_GetObjectItemCaseSensitive(m, "memory");
+        if (cJSON_IsObject(want_mem))
+            size_check(want_mem, got->memory, name, t);
         if (want_phase && strcmp(want_phase, "unknown") != 0) {
             t->stated++;
-            if (strcmp(gp, want_phase) == 0)
+            if (strcmp(gp, want_phase) == 0) {
                 t->right++;
+                if (want_conf) {
+                    t->conf_stated++;
+                    const char *gc = got->phase_weak ? "weak" : "strong";
+                    if (strcmp(gc, want_conf) == 0)
+                        t->conf_right++;
+                    else
+                        printf("  %s: %s phase %s confidence '%s', want %s\n", name, tax_class_name((tax_class)c), gp, gc,
+                               want_conf);
+                }
+            }
             else if (got->phase == PH_UNKNOWN)
                 t->miss++, printf("  %s: %s phase unknown, log states %s\n", name, tax_class_name((tax_class)c), want_phase);
             else
@@ -107,7 +215,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: corpus_eval FIXTURES_DIR [--set NAME]... [--min-recall R] [--min-precision P] [--min-phase A]\n");
         return 2;
     }
-    double min_recall = 0, min_precision = 0, min_phase = 0;
+    double min_recall = 0, min_precision = 0, min_phase = 0, max_phase_wrong = 0, min_framework = 0, min_sizes = 0;
+    unsigned max_invented = 0;
     const char *dirs[8] = {"corpus", "clean"};
     int n_dirs = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -119,6 +228,14 @@ int main(int argc, char **argv)
             min_precision = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--min-phase") == 0)
             min_phase = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--max-phase-wrong") == 0)
+            max_phase_wrong = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--max-phase-invented") == 0)
+            max_invented = (unsigned)atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--min-framework") == 0)
+            min_framework = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--min-sizes") == 0)
+            min_sizes = atof(argv[i + 1]);
     }
     oomscan_db *db;
     oomscan_diag d = {0};
@@ -227,8 +344,17 @@ int main(int argc, char **argv)
            ph.stated, ph.right, ph.miss, ph.wrong, 100 * phase_acc);
     printf("phase, where the log does not state it: %u cases, %u unknown, %u given a phase (errors)\n", ph.unstated,
            ph.honest, ph.invented);
+    printf("phase confidence, where stated and the phase is right: %u cases, %u agree\n", ph.conf_stated, ph.conf_right);
     printf("role: %u cases, %u wrong\n", ph.roles, ph.role_wrong);
-    int phase_bad = ph.wrong || ph.invented || ph.role_wrong || phase_acc < min_phase;
+    double fw_acc = ph.fw_shown ? (double)ph.fw_right / ph.fw_shown : 1.0;
+    printf("framework, where the log shows it: %u cases, %u right, %u unknown, %u wrong: %.1f%% right\n", ph.fw_shown,
+           ph.fw_right, ph.fw_miss, ph.fw_wrong, 100 * fw_acc);
+    printf("framework, where the log shows none: %u cases, %u given one\n", ph.fw_unshown, ph.fw_invented);
+    printf("sizes: %u values, %u read right, %u not read, %u wrong\n", ph.sz_values, ph.sz_right, ph.sz_miss, ph.sz_wrong);
+    double wrong_rate = ph.stated ? (double)ph.wrong / ph.stated : 0.0;
+    int phase_bad = ph.role_wrong || phase_acc < min_phase || wrong_rate > max_phase_wrong ||
+                    ph.invented > max_invented || fw_acc < min_framework || ph.sz_wrong ||
+                    (min_sizes > 0 && ph.sz_right < min_sizes * ph.sz_values);
     oomscan_db_free(db);
     return clean_bad || below || phase_bad ? 1 : 0;
 }

@@ -212,6 +212,7 @@ static int set_phase(finding *f, const story_event *ev)
     free(f->phase_evidence);
     f->phase_evidence = evid;
     f->phase = ev->phase;
+    f->phase_weak = ev->phase_weak;
     if (f->framework < 0)
         f->framework = ev->framework;
     return 0;
@@ -278,6 +279,7 @@ long story_add(story *s, const story_event *ev)
         f->pattern = ev->pattern;
         f->cls = ev->pattern->cls;
         f->phase = ev->phase;
+        f->phase_weak = ev->phase != PH_UNKNOWN && ev->phase_weak;
         f->phase_evidence = ev->phase_evidence && *ev->phase_evidence ? strdup(ev->phase_evidence) : NULL;
         f->framework = ev->framework;
         f->echo = ev->pattern->echo || tax_class_is_echo(ev->pattern->cls);

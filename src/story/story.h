@@ -38,6 +38,7 @@ typedef struct {
     tax_class cls;
     tax_phase phase;
     char *phase_evidence;
+    int phase_weak; /* phase_confidence "weak" (one inference step away), else "strong"; 0 when unknown */
     int framework; /* from the failure's own traceback/engine, -1 if none */
     int echo;
     char *group;   /* pattern id + masked matched text: what makes two lines the same failure */
@@ -72,6 +73,7 @@ typedef struct {
     const pdb_pattern *pattern;
     tax_phase phase;
     const char *phase_evidence;
+    int phase_weak; /* the phase is a weak inference (taxonomy.md, phase_confidence) */
     int framework;
     const char *match;
     size_t match_len;
