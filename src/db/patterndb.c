@@ -21,7 +21,13 @@
         (void)(cap_hint);                                                            \
     } while (0)
 
-pdb *pdb_new(void) { return calloc(1, sizeof(pdb)); }
+pdb *pdb_new(void)
+{
+    pdb *db = calloc(1, sizeof(pdb));
+    for (size_t c = 0; db && c < sizeof db->class_phase / sizeof db->class_phase[0]; c++)
+        db->class_phase[c] = -1;
+    return db;
+}
 
 static void free_pattern(pdb_pattern *p)
 {
@@ -342,8 +348,9 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
 {
     const cJSON *markers = cJSON_GetObjectItemCaseSensitive(doc, "markers");
     const cJSON *j;
-    for (int fallback = 0; fallback < 2; fallback++)
-    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, fallback ? "fallback_frames" : "frames"))
+    static const char *const lists[] = {"frames", "fallback_frames", "weak_frames"};
+    for (int fallback = 0; fallback < 3; fallback++)
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, lists[fallback]))
     {
         static const char *const kinds[] = {"func", "code", "path"};
         int ok, kind = -1;
@@ -380,8 +387,27 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
         pdb_marker *m = &db->markers[db->n_markers++];
         m->phase = ph;
         m->framework = framework_of(j, "framework");
+        const char *conf = jstr(j, "confidence");
+        m->weak = conf && strcmp(conf, "weak") == 0;
+        const cJSON *reach = cJSON_GetObjectItemCaseSensitive(j, "reach");
+        m->reach = cJSON_IsNumber(reach) && reach->valuedouble > 0 ? (long)reach->valuedouble : 0;
+        if ((conf && !m->weak && strcmp(conf, "strong") != 0) || (m->weak && ph < 0))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "marker %d: confidence must be \"strong\" or \"weak\" (and a weak marker needs a phase)",
+                            (int)db->n_markers - 1);
         if (!(m->literal = strdup(lit)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    /* A class whose message alone points to a phase, one inference step away (a watchdog timeout with
+     * nothing else is a collective: communication, weak). */
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "class_phases"))
+    {
+        int ok, ph = phase_of(j, &ok);
+        const char *cn = jstr(j, "class");
+        int c = cn ? tax_class_from_name(cn) : -1;
+        if (c < 0 || c >= 32 || !ok || ph < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "class_phases: needs a known class and phase");
+        db->class_phase[c] = ph;
     }
     return OOMSCAN_OK;
 }

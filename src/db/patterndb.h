@@ -65,13 +65,18 @@ typedef struct {
     char *value;
     int phase;     /* tax_phase */
     int framework; /* tax_framework or -1 */
-    int fallback;  /* from "fallback_frames": used only when no ordinary rule matches any frame */
+    int fallback;  /* 1 from "fallback_frames": used only when no ordinary rule matches any frame;
+                    * 2 from "weak_frames": one inference step away (phase_confidence "weak"), used only
+                    * when nothing stronger decides, the first listed rule winning within a frame */
 } pdb_frame_rule;
 
 typedef struct {
     char *literal;
     int phase;     /* tax_phase, or -1: "a phase ended" */
     int framework; /* or -1 */
+    int weak;      /* "confidence": "weak": counts only close before the failure, and only when no
+                    * stronger evidence decides (docs/phases.md) */
+    long reach;    /* "reach": speaks only for failures this many lines after it (0: until the next marker) */
 } pdb_marker;
 
 typedef struct {
@@ -121,6 +126,7 @@ typedef struct pdb {
     size_t n_xids;
     pdb_checklist *checklists;
     size_t n_checklists;
+    int class_phase[32]; /* phases.json "class_phases": a class's weak default phase (tax_phase), -1 none */
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;

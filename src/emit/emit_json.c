@@ -77,6 +77,8 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     cJSON_AddStringToObject(o, "id", f->id);
     cJSON_AddStringToObject(o, "class", tax_class_name(f->cls));
     cJSON_AddStringToObject(o, "phase", tax_phase_name(f->phase));
+    if (f->phase != PH_UNKNOWN) /* output.md 1.1: absent when the phase is unknown */
+        cJSON_AddStringToObject(o, "phase_confidence", f->phase_weak ? "weak" : "strong");
     cJSON_AddStringToObject(o, "framework", tax_framework_name((tax_framework)fw));
     cJSON_AddStringToObject(o, "role", f->is_root ? "root" : "consequence");
     cJSON_AddStringToObject(o, "title", title);

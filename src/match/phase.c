@@ -12,10 +12,13 @@
  * thread may come after the other threads' blocks: its header this many lines after the failure is
  * still the failure's own stack. */
 #define LATE_REACH 100
+/* A weak marker (NCCL communicator set-up) speaks for a failure only this many lines after it. */
+#define WEAK_MARKER_REACH 40
 
 typedef struct {
     int rule;       /* index into db->frames of the best rule for this frame, -1 none */
     int fallback;   /* the best fallback rule ("only when nothing better"), -1 none */
+    int weak;       /* the first matching weak rule (phase_confidence "weak"), -1 none */
     int fw;         /* framework from a path rule */
     uint64_t line;
     char func[64];
@@ -39,6 +42,8 @@ struct phase_state {
     uint64_t clock;
     int marker;          /* last marker index, -1 none */
     uint64_t marker_line;
+    int weak_marker;     /* last weak marker index, -1 none: kept apart so that it never hides a strong one */
+    uint64_t weak_marker_line;
     uint32_t votes[FW__COUNT];
 };
 
@@ -48,6 +53,7 @@ phase_state *phase_new(const pdb *db)
     if (ps) {
         ps->db = db;
         ps->marker = -1;
+        ps->weak_marker = -1;
     }
     return ps;
 }
@@ -59,6 +65,8 @@ void phase_reset_source(phase_state *ps)
     memset(ps->slots, 0, sizeof ps->slots);
     ps->marker = -1;
     ps->marker_line = 0;
+    ps->weak_marker = -1;
+    ps->weak_marker_line = 0;
 }
 
 static tb_slot *slot_for(phase_state *ps, const char *key, int create)
@@ -144,6 +152,7 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
     /* code beats func beats path: the code line names the very call (loss.backward()). */
     int best_rank = -1, best_fb = -1;
     f->fallback = -1;
+    f->weak = -1;
     for (size_t i = 0; i < db->n_frames; i++) {
         const pdb_frame_rule *r = &db->frames[i];
         int hit = 0, rank = 0;
@@ -157,7 +166,10 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
             hit = contains(path, path_len, r->value);
             rank = 1;
         }
-        if (hit && r->fallback && rank > best_fb) {
+        if (hit && r->fallback == 2) {
+            if (f->weak < 0)
+                f->weak = (int)i; /* weak rules: the first listed wins (engine paths before forward) */
+        } else if (hit && r->fallback && rank > best_fb) {
             best_fb = rank;
             f->fallback = (int)i;
         } else if (hit && !r->fallback && rank > best_rank) {
@@ -194,8 +206,13 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
 
 void phase_marker(phase_state *ps, size_t marker, uint64_t line)
 {
-    ps->marker = (int)marker;
-    ps->marker_line = line;
+    if (ps->db->markers[marker].weak) {
+        ps->weak_marker = (int)marker;
+        ps->weak_marker_line = line;
+    } else {
+        ps->marker = (int)marker;
+        ps->marker_line = line;
+    }
     int fw = ps->db->markers[marker].framework;
     if (fw >= 0)
         ps->votes[fw]++;
@@ -221,11 +238,12 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int passes, co
         /* first pass: ordinary rules, innermost frame first; second pass: fallback rules */
         size_t i = s->n - 1 - (k % s->n);
         const frame *f = &s->frames[i];
-        int ri = k < s->n ? f->rule : f->fallback;
+        int ri = k < s->n ? f->rule : k < 2 * s->n ? f->fallback : f->weak;
         if (ri < 0)
             continue;
         const pdb_frame_rule *r = &db->frames[ri];
         out->phase = (tax_phase)r->phase;
+        out->weak = r->fallback == 2;
         out->framework = r->framework >= 0 ? r->framework : fw;
         snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu)%s",
                  s->first ? "faulthandler stack" : "traceback", r->kind == FRAME_CODE ? r->value : f->func, f->file,
@@ -239,6 +257,12 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int passes, co
 void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
                   phase_answer *out)
 {
+    phase_decide_class(ps, key, line, pattern_phase, engine, -1, out);
+}
+
+void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
+                        int cls, phase_answer *out)
+{
     const pdb *db = ps->db;
     memset(out, 0, sizeof *out);
     out->phase = PH_UNKNOWN;
@@ -247,7 +271,8 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
     /* Without a traceback of its own stream, a lone traceback of the default stream still counts. */
     if ((!s || s->n == 0) && key[0])
         s = slot_for((phase_state *)ps, "", 0);
-    if (s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH && decide_frames(ps, s, 2, "", out))
+    int near = s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH;
+    if (near && decide_frames(ps, s, 2, "", out))
         return;
     if (pattern_phase >= 0) {
         out->phase = (tax_phase)pattern_phase;
@@ -257,7 +282,9 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
             out->framework = engine;
         return;
     }
-    if (ps->marker >= 0 && db->markers[ps->marker].phase >= 0) {
+    if (ps->marker >= 0 && db->markers[ps->marker].phase >= 0 &&
+        (!db->markers[ps->marker].reach ||
+         (line >= ps->marker_line && line - ps->marker_line <= (uint64_t)db->markers[ps->marker].reach))) {
         const pdb_marker *m = &db->markers[ps->marker];
         out->phase = (tax_phase)m->phase;
         if (out->framework < 0)
@@ -265,6 +292,29 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
         snprintf(out->evidence, sizeof out->evidence, "last progress marker \"%s\" (line %llu)", m->literal,
                  (unsigned long long)ps->marker_line);
         return;
+    }
+    /* Weak evidence, one inference step away: it gives way to anything above. */
+    int fw = out->framework;
+    if (near && decide_frames(ps, s, 3, " (weak: the only clue)", out)) {
+        out->weak = 1;
+        return;
+    }
+    out->framework = fw;
+    long wreach = ps->weak_marker >= 0 && db->markers[ps->weak_marker].reach ? db->markers[ps->weak_marker].reach
+                                                                              : WEAK_MARKER_REACH;
+    if (ps->weak_marker >= 0 && line >= ps->weak_marker_line && line - ps->weak_marker_line <= (uint64_t)wreach) {
+        const pdb_marker *m = &db->markers[ps->weak_marker];
+        out->phase = (tax_phase)m->phase;
+        out->weak = 1;
+        if (out->framework < 0)
+            out->framework = m->framework;
+        snprintf(out->evidence, sizeof out->evidence, "weak: \"%s\" %llu line(s) before the failure", m->literal,
+                 (unsigned long long)(line - ps->weak_marker_line));
+    } else if (cls >= 0 && cls < (int)(sizeof db->class_phase / sizeof db->class_phase[0]) && db->class_phase[cls] >= 0) {
+        out->phase = (tax_phase)db->class_phase[cls];
+        out->weak = 1;
+        snprintf(out->evidence, sizeof out->evidence, "weak: a %s with nothing else pointing to a phase",
+                 tax_class_name((tax_class)cls));
     }
     if (out->framework < 0)
         out->framework = engine;

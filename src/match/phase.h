@@ -44,13 +44,19 @@ void phase_framework_vote(phase_state *ps, int framework);
 typedef struct {
     tax_phase phase;
     int framework;     /* from the deciding frame or marker, -1 if none */
+    int weak;          /* phase_confidence "weak": one inference step away (taxonomy.md) */
     char evidence[256];
 } phase_answer;
 
 /* The phase of a failure on stream `key` at `line`, whose pattern implies `pattern_phase` (-1 none)
- * and comes from engine `engine` (-1 none). */
+ * and comes from engine `engine` (-1 none). Strongest evidence first: a mapped frame of the failure's
+ * traceback, the message's own phase, the last progress marker; then the weak ones: a weak frame rule
+ * (a model's forward), a weak marker a few lines before (NCCL set-up), the class's weak default
+ * (`cls`, -1 none: a collective timeout alone is communication). */
 void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
                   phase_answer *out);
+void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
+                        int cls, phase_answer *out);
 
 /* Late evidence: the phase named by the failing thread's faulthandler stack on stream `key` whose
  * header came after `failure_line` and within a few lines of it (the failure's own stack, printed

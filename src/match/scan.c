@@ -378,7 +378,7 @@ static void late_phase(scanner *sc, const char *key)
             last = &sc->bursts[i];
     phase_answer ans;
     if (last && last->finding >= 0 && (size_t)last->finding < sc->st->n &&
-        sc->st->f[last->finding].phase == PH_UNKNOWN && phase_late(sc->ps, key, last->line, &ans) &&
+        (sc->st->f[last->finding].phase == PH_UNKNOWN || sc->st->f[last->finding].phase_weak) && phase_late(sc->ps, key, last->line, &ans) &&
         story_set_phase(sc->st, last->finding, ans.phase, ans.evidence, ans.framework) != 0)
         sc->status = OOMSCAN_ERR_NOMEM;
 }
@@ -536,7 +536,7 @@ static void process_line(scanner *sc)
         }
 
     phase_answer ans;
-    phase_decide(sc->ps, key, line, p->phase, p->engine, &ans);
+    phase_decide_class(sc->ps, key, line, p->phase, p->engine, (int)p->cls, &ans);
 
     /* Job id stated by the message itself (slurmstepd's StepId=1234.0) beats the file name. */
     char job[32];
@@ -562,6 +562,7 @@ static void process_line(scanner *sc)
     story_event ev = {
         .pattern = p,
         .phase = merge >= 0 && sc->st->f[merge].phase != PH_UNKNOWN ? sc->st->f[merge].phase : ans.phase,
+        .phase_weak = merge >= 0 && sc->st->f[merge].phase != PH_UNKNOWN ? sc->st->f[merge].phase_weak : ans.weak,
         .phase_evidence = ans.evidence,
         .framework = ans.framework,
         .match = match_buf,

@@ -195,6 +195,8 @@ int merge_finding_from_json(const pdb *db, const cJSON *rec, size_t off, story *
     f.pattern = p;
     f.cls = p->cls;
     f.phase = (tax_phase)ph;
+    const char *conf = str_of(rec, "phase_confidence");
+    f.phase_weak = f.phase != PH_UNKNOWN && conf && strcmp(conf, "weak") == 0;
     f.framework = -1;
     f.caused_by = -1;
     f.echo = p->echo || tax_class_is_echo(p->cls);

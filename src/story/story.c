@@ -220,7 +220,8 @@ static int set_phase(finding *f, const story_event *ev)
 
 int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework)
 {
-    if (idx < 0 || (size_t)idx >= s->n || s->f[idx].phase != PH_UNKNOWN || phase == PH_UNKNOWN)
+    if (idx < 0 || (size_t)idx >= s->n || (s->f[idx].phase != PH_UNKNOWN && !s->f[idx].phase_weak) ||
+        phase == PH_UNKNOWN)
         return 0;
     story_event ev = {.phase = phase, .phase_evidence = evidence, .framework = framework};
     if (set_phase(&s->f[idx], &ev) != 0)
@@ -300,7 +301,9 @@ long story_add(story *s, const story_event *ev)
     } else {
         free(group);
         finding *f = &s->f[idx];
-        if (f->phase == PH_UNKNOWN && ev->phase != PH_UNKNOWN && set_phase(f, ev) != 0) {
+        /* a later line's phase is taken when the finding has none, or only a weak one and this is strong */
+        if ((f->phase == PH_UNKNOWN || (f->phase_weak && !ev->phase_weak)) && ev->phase != PH_UNKNOWN &&
+            set_phase(f, ev) != 0) {
             cJSON_Delete(ev->memory);
             return -1;
         }
