@@ -143,3 +143,182 @@ void values_human_bytes(double bytes, char *buf, size_t cap)
     else
         snprintf(buf, cap, "%.*f %s", v < 10 ? 2 : (v < 100 ? 1 : 0), v, units[u]);
 }
+
+/* ---- CUDA OOM message, clause by clause ------------------------------------------------------ */
+
+/* Compare `phrase` at text[i..n) ignoring whitespace on both sides (a terminal may have cut the line
+ * anywhere, a logger may have replaced a space by a line break). Returns the end index or 0. */
+static size_t phrase_at(const char *t, size_t n, size_t i, const char *phrase)
+{
+    const char *p = phrase;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        while (i < n && isspace((unsigned char)t[i]))
+            i++;
+        if (!*p)
+            break;
+        if (i >= n || t[i] != *p)
+            return 0;
+        i++, p++;
+    }
+    return i;
+}
+
+/* The phrase ending right before t[i] (whitespace ignored): 1 if it does. */
+static int phrase_before(const char *t, size_t i, const char *phrase)
+{
+    size_t k = strlen(phrase);
+    while (k > 0) {
+        while (k > 0 && phrase[k - 1] == ' ')
+            k--;
+        while (i > 0 && isspace((unsigned char)t[i - 1]))
+            i--;
+        if (k == 0)
+            break;
+        if (i == 0 || t[i - 1] != phrase[k - 1])
+            return 0;
+        i--, k--;
+    }
+    return 1;
+}
+
+/* A size at t[i]: digits[.digits] then an optional space and a unit. Sets *end past it. */
+static int size_at(const char *t, size_t n, size_t i, double *bytes, size_t *end)
+{
+    size_t j = i;
+    while (j < n && (isdigit((unsigned char)t[j]) || t[j] == '.'))
+        j++;
+    if (j == i || !isdigit((unsigned char)t[i]))
+        return 0;
+    size_t u = j;
+    while (u < n && t[u] == ' ')
+        u++;
+    size_t ue = u;
+    while (ue < n && isalpha((unsigned char)t[ue]))
+        ue++;
+    if (ue == u)
+        return 0; /* a size in this message always has its unit: a bare number is something else */
+    /* the unit may run into the next word after a cut ("GiBmemory"): try the known unit lengths */
+    static const size_t lens[] = {5, 3, 2, 1};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+        if (ue - u >= lens[k] && values_parse_size(t + i, u - i + lens[k], NULL, bytes) == 0) {
+            *end = u + lens[k];
+            return 1;
+        }
+    return 0;
+}
+
+#define ABSURD_BYTES 1125899906842624.0 /* 1 PiB: no GPU has that; a garbled counter */
+
+/* Set `key` unless the pattern's own captures gave it; an absurd figure is kept as printed (a string,
+ * so that nothing does arithmetic with it) and its key listed in "absurd". */
+static void put_size(cJSON *mem, const char *key, double bytes, const char *printed, size_t plen)
+{
+    cJSON *old = cJSON_GetObjectItemCaseSensitive(mem, key);
+    int absurd = bytes >= ABSURD_BYTES;
+    if (old && !(absurd && cJSON_IsNumber(old)))
+        return;
+    cJSON *v = absurd ? NULL : cJSON_CreateNumber(floor(bytes + 0.5));
+    if (absurd) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.*s", (int)(plen < 63 ? plen : 63), printed);
+        v = cJSON_CreateString(buf);
+        cJSON *list = cJSON_GetObjectItemCaseSensitive(mem, "absurd");
+        if (!list)
+            list = cJSON_AddArrayToObject(mem, "absurd");
+        if (list)
+            cJSON_AddItemToArray(list, cJSON_CreateString(key));
+    }
+    if (!v)
+        return;
+    if (old)
+        cJSON_ReplaceItemInObjectCaseSensitive(mem, key, v);
+    else
+        cJSON_AddItemToObject(mem, key, v);
+}
+
+void values_cuda_oom_clauses(const char *t, size_t n, cJSON *mem)
+{
+    if (!mem)
+        return;
+    /* the GPU index: "GPU 3 has a total capacity" (2.1+) or "(GPU 3; ...)" (older); "GPU  has" is empty */
+    for (size_t i = 0; i + 4 < n && !cJSON_GetObjectItemCaseSensitive(mem, "gpu"); i++) {
+        size_t e = phrase_at(t, n, i, "GPU ");
+        if (!e || (i > 0 && isalnum((unsigned char)t[i - 1])))
+            continue;
+        size_t d = e;
+        while (d < n && isdigit((unsigned char)t[d]))
+            d++;
+        if (d > e && d - e < 4 && (phrase_at(t, n, d, "has a total") || phrase_at(t, n, d, ";"))) {
+            cJSON_AddNumberToObject(mem, "gpu", atoi(t + e));
+            break;
+        }
+    }
+    cJSON *procs = cJSON_GetObjectItemCaseSensitive(mem, "other_processes");
+    int had_procs = procs != NULL;
+    for (size_t i = 0; i < n; i++) {
+        double b;
+        size_t e;
+        if ((i > 0 && (isdigit((unsigned char)t[i - 1]) || t[i - 1] == '.')) || !size_at(t, n, i, &b, &e))
+            continue;
+        const char *key = NULL;
+        if (phrase_before(t, i, "Tried to allocate"))
+            key = "requested_bytes";
+        else if (phrase_before(t, i, "total capacity of") || phrase_before(t, i, "total capacty of") ||
+                 phrase_at(t, n, e, "total capacity"))
+            key = "total_bytes";
+        else if (phrase_before(t, i, "of which") && phrase_at(t, n, e, "is free"))
+            key = "free_bytes";
+        else if (phrase_at(t, n, e, "free;") || phrase_at(t, n, e, "free)"))
+            key = "free_bytes";
+        else if (phrase_at(t, n, e, "already allocated"))
+            key = "allocated_bytes";
+        else if (phrase_before(t, i, "Of the allocated memory") && phrase_at(t, n, e, "is allocated by PyTorch"))
+            key = "allocated_bytes";
+        else if (phrase_at(t, n, e, "is reserved by PyTorch but unallocated") || phrase_at(t, n, e, "cached)"))
+            key = "reserved_unallocated_bytes";
+        else if (phrase_at(t, n, e, "reserved in total by PyTorch"))
+            key = "reserved_bytes";
+        else if (phrase_before(t, i, "this process has") && phrase_at(t, n, e, "memory in use"))
+            key = "process_in_use_bytes";
+        else if (phrase_at(t, n, e, "memory in use") && !had_procs) {
+            /* "Process N has X memory in use": N is the number before " has" */
+            size_t h = i;
+            while (h > 0 && isspace((unsigned char)t[h - 1]))
+                h--;
+            if (h >= 3 && strncmp(t + h - 3, "has", 3) == 0) {
+                size_t d = h - 3;
+                while (d > 0 && isspace((unsigned char)t[d - 1]))
+                    d--;
+                size_t ds = d;
+                while (ds > 0 && isdigit((unsigned char)t[ds - 1]))
+                    ds--;
+                if (ds < d && phrase_before(t, ds, "Process")) {
+                    if (!procs)
+                        procs = cJSON_AddArrayToObject(mem, "other_processes");
+                    cJSON *o = procs ? cJSON_CreateObject() : NULL;
+                    if (o) {
+                        cJSON_AddNumberToObject(o, "pid", atof(t + ds));
+                        if (b >= ABSURD_BYTES) {
+                            char buf[64];
+                            snprintf(buf, sizeof buf, "%.*s", (int)(e - i < 63 ? e - i : 63), t + i);
+                            cJSON_AddStringToObject(o, "in_use_bytes", buf);
+                            cJSON *list = cJSON_GetObjectItemCaseSensitive(mem, "absurd");
+                            if (!list)
+                                list = cJSON_AddArrayToObject(mem, "absurd");
+                            if (list)
+                                cJSON_AddItemToArray(list, cJSON_CreateString("other_processes"));
+                        } else {
+                            cJSON_AddNumberToObject(o, "in_use_bytes", floor(b + 0.5));
+                        }
+                        cJSON_AddItemToArray(procs, o);
+                    }
+                }
+            }
+        }
+        if (key)
+            put_size(mem, key, b, t + i, e - i);
+        i = e - 1;
+    }
+}

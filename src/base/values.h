@@ -18,6 +18,14 @@ int values_parse_size(const char *s, size_t n, const char *default_unit, double 
  * `unit` is the pattern's declared unit for this capture or NULL. */
 cJSON *values_convert(const char *name, const char *text, size_t n, const char *unit);
 
+/* Read a CUDA out-of-memory message clause by clause into `memory`, adding only the keys the
+ * pattern's captures did not give: requested, GPU index (absent when printed empty), total, free,
+ * any number of "Process N has X memory in use" (other_processes, only when no capture gave them),
+ * this process's in-use, allocated, reserved and reserved-unallocated, in any order and whatever the
+ * PyTorch version, across hard-wrapped text (whitespace inside a phrase is ignored). A figure of
+ * 1 PiB or more is kept as printed, as a string, with its key in memory.absurd. */
+void values_cuda_oom_clauses(const char *text, size_t n, cJSON *memory);
+
 /* Format bytes for people: "12.8 GiB", "512 MiB", "0 B". `buf` gets at most `cap` bytes. */
 void values_human_bytes(double bytes, char *buf, size_t cap);
 

@@ -1,6 +1,8 @@
 /* scan.c - the streaming scanner: chunks -> prefilter -> candidate lines -> match -> story. */
 #include "match/scan.h"
 
+#include "base/values.h"
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -257,6 +259,15 @@ static void line_bounds(const unsigned char *b, size_t lo, size_t hi, size_t pos
 }
 
 /* The line after one ending at `end` (skipping its terminator), within [0, hi). 0 if none complete. */
+static int strstr_n(const char *h, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(h + i, needle, k) == 0)
+            return 1;
+    return 0;
+}
+
 static int next_line(const unsigned char *b, size_t hi, size_t end, size_t *ns, size_t *ne)
 {
     if (end >= hi)
@@ -534,6 +545,28 @@ static void process_line(scanner *sc)
             sc->status = OOMSCAN_ERR_NOMEM;
             return;
         }
+
+    /* A CUDA OOM message is read clause by clause too (base/values.c): whatever the PyTorch version,
+     * and over the next lines when a terminal cut it (same prefix stripped, joined without a space). */
+    if (p->cls == CLS_CUDA_OOM) {
+        char oom[4096];
+        size_t ol = text_len < sizeof oom ? text_len : sizeof oom;
+        memcpy(oom, text, ol);
+        size_t on = end, os, oe;
+        for (int k = 0; k < 4 && text == msg && next_line(sc->buf, sc->len, on, &os, &oe); k++, on = oe) {
+            if (strstr_n(oom, ol, "unallocated") || strstr_n(oom, ol, "by PyTorch)") || strstr_n(oom, ol, "cached)"))
+                break;
+            size_t cl;
+            line_ctx cc;
+            const char *cont = matcher_strip(sc->m, (const char *)sc->buf + os, oe - os, &cl, &cc);
+            if (cl == 0 || ol + cl > sizeof oom || (cl >= 9 && memcmp(cont, "Traceback", 9) == 0) ||
+                (cl >= 6 && memcmp(cont, "  File", 6) == 0))
+                break;
+            memcpy(oom + ol, cont, cl);
+            ol += cl;
+        }
+        values_cuda_oom_clauses(oom, ol, mem);
+    }
 
     phase_answer ans;
     phase_decide_class(sc->ps, key, line, p->phase, p->engine, (int)p->cls, &ans);
