@@ -219,6 +219,109 @@ START_TEST(test_phase_c10_stack_header_keeps_the_python_traceback)
 }
 END_TEST
 
+/* ---- weak evidence, class defaults, late markers (issue 12) ---------------------------------- */
+
+static const char W_PATTERNS[] =
+    "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["
+    "{\"id\":\"nccl_timeout.test\",\"class\":\"nccl_timeout\",\"literals\":[\"Watchdog caught collective\"],"
+    " \"regex\":\"Watchdog caught collective operation timeout\"},"
+    "{\"id\":\"host_oom_kill.test\",\"class\":\"host_oom_kill\",\"literals\":[\"Task was killed due to the node\"],"
+    " \"regex\":\"Task was killed due to the node running low on memory[^\\\\n]*?pid=(?<pid>[0-9]+)\"},"
+    "{\"id\":\"cuda_oom.test\",\"class\":\"cuda_oom\",\"literals\":[\"CUDA out of memory\"],\"regex\":\"CUDA out of memory\"}"
+    "]}";
+
+static const char W_PHASES[] =
+    "{\"format\":\"oomscan-phases/1\",\"frames\":[],"
+    "\"weak_frames\":[{\"path\":\"/sglang/srt/\",\"phase\":\"rollout\"},{\"func\":\"forward\",\"phase\":\"forward\"}],"
+    "\"markers\":[{\"literal\":\"NCCL INFO Channel \",\"phase\":\"model_init\",\"confidence\":\"weak\"},"
+    " {\"literal\":\"Prefill batch.\",\"phase\":\"rollout\"},"
+    " {\"literal\":\"ray::WorkerDict.actor_rollout_generate_sequences\",\"phase\":\"rollout\",\"late\":true,\"reach\":30}],"
+    "\"class_phases\":[{\"class\":\"nccl_timeout\",\"phase\":\"communication\"}]}";
+
+static run_out wrun(const char *text)
+{
+    pdb *db = pdb_new();
+    ck_assert_ptr_nonnull(db);
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "test.json", W_PATTERNS, sizeof W_PATTERNS - 1, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_load_text(db, "phases.json", W_PHASES, sizeof W_PHASES - 1, &d) == OOMSCAN_OK, "%s: %s",
+                  d.where, d.msg);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    return scan_text(db, text, strlen(text), 0, 0);
+}
+
+/* arrival-ltd/catalyst-rl-tutorial#15: a watchdog timeout with nothing else is a collective (weak);
+ * NCCL set-up lines right before it make it start-up (weak), but not from 40 lines away */
+START_TEST(test_phase_weak_class_default_and_weak_marker_reach)
+{
+    const char *wd = "[Rank 6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=880, OpType=BROADCAST)\n";
+    run_out o = wrun(wd);
+    const finding *f = only(&o, CLS_NCCL_TIMEOUT);
+    ck_assert_int_eq(f->phase, PH_COMMUNICATION);
+    ck_assert_int_eq(f->phase_weak, 1);
+    done(&o);
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "g:1:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n%s", wd);
+    o = wrun(buf);
+    ck_assert_int_eq(only(&o, CLS_NCCL_TIMEOUT)->phase, PH_MODEL_INIT);
+    ck_assert_int_eq(only(&o, CLS_NCCL_TIMEOUT)->phase_weak, 1);
+    done(&o);
+    n = (size_t)snprintf(buf, sizeof buf, "g:1:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n");
+    for (int i = 0; i < 45; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "step %d\n", i);
+    snprintf(buf + n, sizeof buf - n, "%s", wd);
+    o = wrun(buf);
+    ck_assert_int_eq(only(&o, CLS_NCCL_TIMEOUT)->phase, PH_COMMUNICATION);
+    done(&o);
+}
+END_TEST
+
+/* A model forward frame alone is forward (weak); an engine path listed first wins within the frame;
+ * a strong marker beats any weak frame */
+START_TEST(test_phase_weak_frames_give_way)
+{
+    const char *tb = "Traceback (most recent call last):\n"
+                     "  File \"/opt/conda/lib/python3.10/site-packages/torch/nn/modules/linear.py\", line 114, in forward\n"
+                     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB.\n";
+    run_out o = wrun(tb);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_FORWARD);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase_weak, 1);
+    done(&o);
+    const char *sg = "Traceback (most recent call last):\n"
+                     "  File \"/sglang/python/sglang/srt/layers/logits_processor.py\", line 311, in forward\n"
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.05 GiB.\n";
+    o = wrun(sg);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_ROLLOUT);
+    done(&o);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "[2025-01-01 00:00:00 TP0] Prefill batch. #new-seq: 1\n%s", tb);
+    o = wrun(buf);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_ROLLOUT);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase_weak, 0);
+    done(&o);
+}
+END_TEST
+
+/* fixtures/corpus/host_oom_kill-verl-2950.log: Ray's memory table below the kill names the killed
+ * task (its PID) as a rollout; a row of another PID names nothing */
+START_TEST(test_phase_late_marker_needs_the_killed_pid)
+{
+    const char *kill = "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory. "
+                       "(name=WorkerDict.__init__, pid=4100606, memory used=56.57GB)\n"
+                       "PID     MEM(GB) COMMAND\n";
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s4100606 56.57   ray::WorkerDict.actor_rollout_generate_sequences\n", kill);
+    run_out o = wrun(buf);
+    ck_assert_int_eq(only(&o, CLS_HOST_OOM_KILL)->phase, PH_ROLLOUT);
+    ck_assert_int_eq(only(&o, CLS_HOST_OOM_KILL)->phase_weak, 0);
+    done(&o);
+    snprintf(buf, sizeof buf, "%s4100605 56.36   ray::WorkerDict.actor_rollout_generate_sequences\n", kill);
+    o = wrun(buf);
+    ck_assert_int_eq(only(&o, CLS_HOST_OOM_KILL)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -229,6 +332,9 @@ int main(void)
     tcase_add_test(tc, test_phase_late_stack_never_overrides_a_traceback);
     tcase_add_test(tc, test_phase_faulthandler_order_is_innermost_first);
     tcase_add_test(tc, test_phase_c10_stack_header_keeps_the_python_traceback);
+    tcase_add_test(tc, test_phase_weak_class_default_and_weak_marker_reach);
+    tcase_add_test(tc, test_phase_weak_frames_give_way);
+    tcase_add_test(tc, test_phase_late_marker_needs_the_killed_pid);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

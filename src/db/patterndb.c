@@ -391,6 +391,10 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
         m->weak = conf && strcmp(conf, "weak") == 0;
         const cJSON *reach = cJSON_GetObjectItemCaseSensitive(j, "reach");
         m->reach = cJSON_IsNumber(reach) && reach->valuedouble > 0 ? (long)reach->valuedouble : 0;
+        m->late = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "late"));
+        if (m->late && (ph < 0 || m->weak || !m->reach))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "marker %d: a late marker needs a phase and a reach",
+                            (int)db->n_markers - 1);
         if ((conf && !m->weak && strcmp(conf, "strong") != 0) || (m->weak && ph < 0))
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
                             "marker %d: confidence must be \"strong\" or \"weak\" (and a weak marker needs a phase)",

@@ -77,6 +77,8 @@ typedef struct {
     int weak;      /* "confidence": "weak": counts only close before the failure, and only when no
                     * stronger evidence decides (docs/phases.md) */
     long reach;    /* "reach": speaks only for failures this many lines after it (0: until the next marker) */
+    int late;      /* "late": true: printed after the failure it explains (Ray's memory table): names the
+                    * phase of the failure just above it on the stream, within `reach` lines */
 } pdb_marker;
 
 typedef struct {

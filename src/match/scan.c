@@ -112,8 +112,9 @@ scanner *scanner_new(const pdb *db)
     for (size_t i = 0; i < db->n_literals; i++) {
         int cheap = 1;
         for (size_t k = 0; k < db->literals[i].n_targets; k++)
-            if (db->literals[i].targets[k].kind != LIT_MARKER && db->literals[i].targets[k].kind != LIT_FRAMEWORK)
-                cheap = 0;
+            if ((db->literals[i].targets[k].kind != LIT_MARKER && db->literals[i].targets[k].kind != LIT_FRAMEWORK) ||
+                (db->literals[i].targets[k].kind == LIT_MARKER && db->markers[db->literals[i].targets[k].index].late))
+                cheap = 0; /* a late marker reads its line (the killed task's PID) */
         sc->cheap[i] = (unsigned char)cheap;
     }
     return sc;
@@ -394,6 +395,40 @@ static void late_phase(scanner *sc, const char *key)
         sc->status = OOMSCAN_ERR_NOMEM;
 }
 
+/* A late marker (Ray's memory table row of the killed task, printed below the kill message) names the
+ * phase of the stream's last failure when that one has none or only a weak one, is at most `reach`
+ * lines above, and, when the failure knows its pid, the row starts with that pid. */
+static void late_marker(scanner *sc, const char *key, size_t mi, const char *msg, size_t msg_len, uint64_t line)
+{
+    const pdb_marker *mk = &sc->db->markers[mi];
+    const burst *last = NULL;
+    for (size_t i = 0; i < sc->n_bursts; i++)
+        if (strcmp(sc->bursts[i].key, key) == 0 && (!last || sc->bursts[i].line > last->line))
+            last = &sc->bursts[i];
+    if (!last || last->finding < 0 || (size_t)last->finding >= sc->st->n || line < last->line ||
+        line - last->line > (uint64_t)mk->reach)
+        return;
+    const finding *f = &sc->st->f[last->finding];
+    if (f->phase != PH_UNKNOWN && !f->phase_weak)
+        return;
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(f->memory, "pid");
+    if (cJSON_IsNumber(pid)) {
+        char want[32];
+        snprintf(want, sizeof want, "%.0f", pid->valuedouble);
+        size_t k = 0;
+        while (k < msg_len && (msg[k] == ' ' || msg[k] == '\t'))
+            k++;
+        size_t wl = strlen(want);
+        if (msg_len - k <= wl || memcmp(msg + k, want, wl) != 0 || isdigit((unsigned char)msg[k + wl]))
+            return;
+    }
+    char ev[256];
+    snprintf(ev, sizeof ev, "\"%s\" in the row of the killed task, %llu line(s) after the failure", mk->literal,
+             (unsigned long long)(line - last->line));
+    if (story_set_phase(sc->st, last->finding, (tax_phase)mk->phase, ev, mk->framework) != 0)
+        sc->status = OOMSCAN_ERR_NOMEM;
+}
+
 /* Try every candidate pattern on text; best by severity, then captures, then match length. */
 static long best_pattern(scanner *sc, const size_t *cands, size_t nc, const char *text, size_t len, int *score)
 {
@@ -456,7 +491,10 @@ static void process_line(scanner *sc)
                 late_phase(sc, key);
                 break;
             case LIT_MARKER:
-                phase_marker(sc->ps, tg->index, line);
+                if (db->markers[tg->index].late)
+                    late_marker(sc, key, tg->index, msg, msg_len, line);
+                else
+                    phase_marker(sc->ps, tg->index, line);
                 break;
             case LIT_FRAMEWORK:
                 phase_framework_vote(sc->ps, db->fw_rules[tg->index].framework);
