@@ -91,14 +91,26 @@ void pdb_free(pdb *db)
     for (size_t i = 0; i < db->n_prefixes; i++)
         free_prefix(&db->prefixes[i]);
     free(db->prefixes);
-    for (size_t i = 0; i < db->n_frames; i++)
+    for (size_t i = 0; i < db->n_frames; i++) {
         free(db->frames[i].value);
+        free(db->frames[i].file);
+        cJSON_Delete(db->frames[i].samples);
+        cJSON_Delete(db->frames[i].not_samples);
+    }
     free(db->frames);
-    for (size_t i = 0; i < db->n_markers; i++)
+    for (size_t i = 0; i < db->n_markers; i++) {
         free(db->markers[i].literal);
+        free(db->markers[i].file);
+        cJSON_Delete(db->markers[i].samples);
+        cJSON_Delete(db->markers[i].not_samples);
+    }
     free(db->markers);
-    for (size_t i = 0; i < db->n_fw_rules; i++)
+    for (size_t i = 0; i < db->n_fw_rules; i++) {
         free(db->fw_rules[i].literal);
+        free(db->fw_rules[i].file);
+        cJSON_Delete(db->fw_rules[i].samples);
+        cJSON_Delete(db->fw_rules[i].not_samples);
+    }
     free(db->fw_rules);
     for (size_t i = 0; i < db->n_xids; i++) {
         free(db->xids[i].meaning);
@@ -338,50 +350,111 @@ static int phase_of(const cJSON *obj, int *ok)
     return ph;
 }
 
-static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+/* A context rule's name in messages: its section and the value that identifies it, as written in
+ * the file (an index would mean nothing to the person editing it). */
+static void rule_name(char *out, size_t cap, const char *section, const char *kind, const char *value)
 {
-    const cJSON *markers = cJSON_GetObjectItemCaseSensitive(doc, "markers");
+    snprintf(out, cap, "%s %s%s\"%.120s\"", section, kind ? kind : "", kind ? " " : "", value ? value : "?");
+}
+
+/* The framework named by `key` of `obj`: 1 and *fw (-1 when absent), 0 when it names none we know. */
+static int known_framework(const cJSON *obj, const char *key, int *fw)
+{
+    const char *s = jstr(obj, key);
+    *fw = s ? tax_framework_from_name(s) : -1;
+    return !s || *fw >= 0;
+}
+
+/* A context rule's "samples" and "not_samples": absent, or arrays kept for --check-patterns. */
+static oomscan_status keep_samples(const cJSON *j, const char *file, const char *name, char **file_out,
+                                   cJSON **yes, cJSON **no, oomscan_diag *diag)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "samples");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "not_samples");
+    if ((s && !cJSON_IsArray(s)) || (n && !cJSON_IsArray(n)))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"samples\" and \"not_samples\" must be arrays", name);
+    if (!(*file_out = strdup(file)) || (s && !(*yes = cJSON_Duplicate(s, 1))) || (n && !(*no = cJSON_Duplicate(n, 1))))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+void pdb_frame_rule_name(const pdb_frame_rule *r, char *out, size_t cap)
+{
+    static const char *const kinds[] = {"func", "code", "path"};
+    rule_name(out, cap, r->fallback ? "fallback_frames" : "frames", kinds[r->kind], r->value);
+}
+
+void pdb_marker_name(const pdb_marker *m, char *out, size_t cap) { rule_name(out, cap, "markers", NULL, m->literal); }
+
+void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap) { rule_name(out, cap, "rules", NULL, r->literal); }
+
+static oomscan_status load_frames(pdb *db, const cJSON *doc, const char *file, int fallback, oomscan_diag *diag)
+{
+    static const char *const kinds[] = {"func", "code", "path"};
+    const char *section = fallback ? "fallback_frames" : "frames";
     const cJSON *j;
-    for (int fallback = 0; fallback < 2; fallback++)
-    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, fallback ? "fallback_frames" : "frames"))
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, section))
     {
-        static const char *const kinds[] = {"func", "code", "path"};
-        int ok, kind = -1;
+        int ok, fw, kind = -1;
         const char *value = NULL;
         for (int k = 0; k < 3; k++)
             if (jstr(j, kinds[k])) {
                 kind = k;
                 value = jstr(j, kinds[k]);
             }
+        char name[200];
+        rule_name(name, sizeof name, section, kind >= 0 ? kinds[kind] : NULL, value);
         int ph = phase_of(j, &ok);
-        if (kind < 0 || !*value || !ok || ph < 0)
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
-                            "frame rule %d: needs one of func/code/path and a known phase",
-                            (int)db->n_frames);
+        if (kind < 0 || !*value)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs one of func/code/path", name);
+        if (!ok || ph < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown or missing phase \"%s\" (see docs/taxonomy.md)",
+                            name, jstr(j, "phase") ? jstr(j, "phase") : "(none)");
+        if (!known_framework(j, "framework", &fw))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, jstr(j, "framework"));
         GROW(db->frames, db->n_frames, 0);
         pdb_frame_rule *r = &db->frames[db->n_frames++];
         r->kind = (pdb_frame_kind)kind;
         r->fallback = fallback;
         r->phase = ph;
-        r->framework = framework_of(j, "framework");
+        r->framework = fw;
         if (!(r->value = strdup(value)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        oomscan_status st = keep_samples(j, file, name, &r->file, &r->samples, &r->not_samples, diag);
+        if (st)
+            return st;
     }
-    cJSON_ArrayForEach(j, markers)
+    return OOMSCAN_OK;
+}
+
+static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    oomscan_status st;
+    if ((st = load_frames(db, doc, file, 0, diag)) || (st = load_frames(db, doc, file, 1, diag)))
+        return st;
+    const cJSON *j;
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "markers"))
     {
-        int ok;
+        int ok, fw;
         const char *lit = jstr(j, "literal");
+        char name[200];
+        rule_name(name, sizeof name, "markers", NULL, lit);
         int ph = phase_of(j, &ok);
-        if (!lit || strlen(lit) < 4 || !ok)
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
-                            "marker %d: needs a literal of 4 bytes or more and a known phase (or null)",
-                            (int)db->n_markers);
+        if (!lit || strlen(lit) < 4)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
+        if (!ok)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown phase \"%s\" (a known one, or null)", name,
+                            jstr(j, "phase") ? jstr(j, "phase") : "(not a string)");
+        if (!known_framework(j, "framework", &fw))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, jstr(j, "framework"));
         GROW(db->markers, db->n_markers, 0);
         pdb_marker *m = &db->markers[db->n_markers++];
         m->phase = ph;
-        m->framework = framework_of(j, "framework");
+        m->framework = fw;
         if (!(m->literal = strdup(lit)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        if ((st = keep_samples(j, file, name, &m->file, &m->samples, &m->not_samples, diag)))
+            return st;
     }
     return OOMSCAN_OK;
 }
@@ -395,18 +468,26 @@ static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *fil
     cJSON_ArrayForEach(j, rules)
     {
         const char *lit = jstr(j, "literal");
-        int fw = framework_of(j, "framework");
+        int fw;
         const char *where = jstr(j, "where");
-        if (!lit || strlen(lit) < 4 || fw < 0)
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
-                            "framework rule %d: needs a literal of 4 bytes or more and a known framework",
-                            (int)db->n_fw_rules);
+        char name[200];
+        rule_name(name, sizeof name, "rules", NULL, lit);
+        if (!lit || strlen(lit) < 4)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
+        if (!known_framework(j, "framework", &fw) || fw < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown or missing framework \"%s\"", name,
+                            jstr(j, "framework") ? jstr(j, "framework") : "(none)");
+        if (where && strcmp(where, "path") != 0 && strcmp(where, "line") != 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"where\" is \"path\" or \"line\", not \"%s\"", name, where);
         GROW(db->fw_rules, db->n_fw_rules, 0);
         pdb_fw_rule *r = &db->fw_rules[db->n_fw_rules++];
         r->framework = fw;
         r->in_path = where && strcmp(where, "path") == 0;
         if (!(r->literal = strdup(lit)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        oomscan_status st = keep_samples(j, file, name, &r->file, &r->samples, &r->not_samples, diag);
+        if (st)
+            return st;
     }
     return OOMSCAN_OK;
 }

@@ -60,9 +60,13 @@ typedef struct {
 
 typedef enum { FRAME_FUNC, FRAME_CODE, FRAME_PATH } pdb_frame_kind;
 
+/* Context rules keep their file and their "samples" / "not_samples" arrays (each {"line","source"})
+ * for --check-patterns; pdb_rule_name() names one in messages. */
 typedef struct {
     pdb_frame_kind kind;
     char *value;
+    char *file;
+    cJSON *samples, *not_samples;
     int phase;     /* tax_phase */
     int framework; /* tax_framework or -1 */
     int fallback;  /* from "fallback_frames": used only when no ordinary rule matches any frame */
@@ -72,11 +76,15 @@ typedef struct {
     char *literal;
     int phase;     /* tax_phase, or -1: "a phase ended" */
     int framework; /* or -1 */
+    char *file;
+    cJSON *samples, *not_samples;
 } pdb_marker;
 
 typedef struct {
     char *literal;
     int framework;
+    char *file;
+    cJSON *samples, *not_samples;
     int in_path; /* 1: matched against traceback paths; 0: anywhere in a line */
 } pdb_fw_rule;
 
@@ -162,6 +170,12 @@ const pdb_checklist *pdb_checklist_by_id(const pdb *db, const char *id);
 
 /* The catalog entry for Xid `code`, or NULL when the catalog does not know it. */
 const pdb_xid *pdb_xid_lookup(const pdb *db, long code);
+
+/* A context rule's name for messages, as the data file spells it: `frames func "clip_grad_norm_"`,
+ * `markers "Before generate_sequences,"`, `rules "/verl/"`. */
+void pdb_frame_rule_name(const pdb_frame_rule *r, char *out, size_t cap);
+void pdb_marker_name(const pdb_marker *m, char *out, size_t cap);
+void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap);
 
 /* The unit declared for capture `name` of pattern `p`, or NULL. */
 const char *pdb_unit_for(const pdb_pattern *p, const char *name);

@@ -125,6 +125,48 @@ static int contains(const char *hay, size_t n, const char *needle)
     return 0;
 }
 
+int phase_frame_rule(const pdb *db, const char *path, size_t path_len, const char *func, size_t func_len,
+                     const char *code, size_t code_len, int *fallback)
+{
+    /* code beats func beats path: the code line names the very call (loss.backward()). */
+    int best = -1, best_rank = -1, best_fb = -1;
+    *fallback = -1;
+    for (size_t i = 0; i < db->n_frames; i++) {
+        const pdb_frame_rule *r = &db->frames[i];
+        int hit = 0, rank = 0;
+        if (r->kind == FRAME_CODE) {
+            hit = code && contains(code, code_len, r->value);
+            rank = 3;
+        } else if (r->kind == FRAME_FUNC) {
+            hit = func && strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0;
+            rank = 2;
+        } else {
+            hit = path && contains(path, path_len, r->value);
+            rank = 1;
+        }
+        if (hit && r->fallback && rank > best_fb) {
+            best_fb = rank;
+            *fallback = (int)i;
+        } else if (hit && !r->fallback && rank > best_rank) {
+            best_rank = rank;
+            best = (int)i;
+        }
+    }
+    return best;
+}
+
+int phase_path_framework(const pdb *db, const char *path, size_t path_len)
+{
+    int best = -1;
+    for (size_t i = 0; i < db->n_fw_rules; i++)
+        if (db->fw_rules[i].in_path && contains(path, path_len, db->fw_rules[i].literal)) {
+            int fw = db->fw_rules[i].framework;
+            if (best < 0 || tax_framework_rank((tax_framework)fw) > tax_framework_rank((tax_framework)best))
+                best = fw;
+        }
+    return best;
+}
+
 void phase_frame(phase_state *ps, const char *key, const char *path, size_t path_len, const char *func,
                  size_t func_len, const char *code, size_t code_len, uint64_t line)
 {
@@ -141,36 +183,8 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
     while (base > 0 && path[base - 1] != '/' && path[base - 1] != '\\')
         base--;
     snprintf(f->file, sizeof f->file, "%.*s", (int)((path_len - base) < 95 ? path_len - base : 95), path + base);
-    /* code beats func beats path: the code line names the very call (loss.backward()). */
-    int best_rank = -1, best_fb = -1;
-    f->fallback = -1;
-    for (size_t i = 0; i < db->n_frames; i++) {
-        const pdb_frame_rule *r = &db->frames[i];
-        int hit = 0, rank = 0;
-        if (r->kind == FRAME_CODE) {
-            hit = code && contains(code, code_len, r->value);
-            rank = 3;
-        } else if (r->kind == FRAME_FUNC) {
-            hit = strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0;
-            rank = 2;
-        } else {
-            hit = contains(path, path_len, r->value);
-            rank = 1;
-        }
-        if (hit && r->fallback && rank > best_fb) {
-            best_fb = rank;
-            f->fallback = (int)i;
-        } else if (hit && !r->fallback && rank > best_rank) {
-            best_rank = rank;
-            f->rule = (int)i;
-        }
-    }
-    for (size_t i = 0; i < db->n_fw_rules; i++)
-        if (db->fw_rules[i].in_path && contains(path, path_len, db->fw_rules[i].literal)) {
-            int fw = db->fw_rules[i].framework;
-            if (f->fw < 0 || tax_framework_rank((tax_framework)fw) > tax_framework_rank((tax_framework)f->fw))
-                f->fw = fw;
-        }
+    f->rule = phase_frame_rule(db, path, path_len, func, func_len, code, code_len, &f->fallback);
+    f->fw = phase_path_framework(db, path, path_len);
     if (f->fw >= 0)
         ps->votes[f->fw]++;
     if (s->other)
