@@ -102,7 +102,6 @@ def construct(rule, kind):
             if "packages/" in lit:
                 path = "/usr/local/lib/python3.10/" + lit + sp[at + len(lit.split("/", 1)[1]):]
         elif "packages/" in lit:
-            path = "/usr/local/lib/python3.10/" + lit.split("site-packages/")[-1].split("dist-packages/")[-1]
             path = "/usr/local/lib/python3.10/" + lit + "__init__.py"
         else:
             path = SITE.rstrip("/") + ("" if lit.startswith("/") else "/") + lit + ("" if lit.endswith("/") or lit.endswith(".py") else "/") + ("" if lit.endswith(".py") else "__init__.py")
