@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "match/match.h"
-#include "match/phase.h"
-#include "match/scan.h"
-#include "story/story.h"
-#include "advice/remedy.h"
-#include "pipeline/session.h"
+#include "oomscan.h"
+#include "base/status.h"
+#include "db/patterndb.h"
+/* layering: the checker runs every sample as a scan would (matcher, phase, scanner, story) */
+#include "match/match.h" /* layering: (see above) */
+#include "match/phase.h" /* layering: (see above) */
+#include "match/scan.h" /* layering: (see above) */
+#include "story/story.h" /* layering: (see above) */
 
 typedef struct {
     oomscan_check_fn fn;
@@ -517,12 +519,4 @@ done:
     if (samples_run)
         *samples_run = runs;
     return c.problems;
-}
-
-oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud, oomscan_diag *diag)
-{
-    const pdb_checklist *c = pdb_checklist_by_id(db->p, id);
-    if (!c)
-        return diag_set(diag, OOMSCAN_ERR_USAGE, id, "no checklist with this id (see oomscan --explain list)");
-    return remedy_markdown(c, fn, ud) == 0 ? OOMSCAN_OK : diag_set(diag, OOMSCAN_ERR_IO, id, "write failed");
 }

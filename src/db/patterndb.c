@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "match/config.h"
+#include "match/config.h" /* layering: settings the checklists name become literals, spelled by config_literal() */
 #include "db/embedded.h"
 
 #define GROW(arr, n, cap_hint)                                                       \

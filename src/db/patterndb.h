@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "match/prefilter.h"
+#include "match/prefilter.h" /* layering: the compiled database owns its literal prefilter */
 #include "base/status.h"
 #include "base/taxonomy.h"
 
@@ -179,5 +179,10 @@ void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap);
 
 /* The unit declared for capture `name` of pattern `p`, or NULL. */
 const char *pdb_unit_for(const pdb_pattern *p, const char *name);
+
+/* The public handle (oomscan.h) is the database itself. */
+struct oomscan_db {
+    pdb *p;
+};
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "db/patterndb.h"
 #include "match/phase.h"
-#include "story/story.h"
+#include "story/story.h" /* layering: the scanner hands each failure line to the story (story_event) */
 #include "base/timefmt.h"
 
 #define SCAN_LINE_CAP (1u << 20)
