@@ -442,7 +442,20 @@ static void check_fw_rule(checker *c, size_t idx, size_t *runs)
         }
 }
 
-static const char *const valid_changes[] = {"halve", "double", "decrease", "increase", "enable", "disable"};
+static const char *const valid_changes[] = {"halve", "double", "decrease", "increase", "enable", "disable",
+                                            /* for commands and things to look at */
+                                            "run", "check", "read", "compare", "find", "compute", "adjust"};
+/* how the user writes a setting (docs/data-formats.md) */
+static const char *const valid_forms[] = {"override", "flag", "env", "directive", "json", "kwarg",
+                                          "engine_arg", "python", "command", "words"};
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+    for (size_t k = 0; s && k < n; k++)
+        if (strcmp(s, list[k]) == 0)
+            return 1;
+    return 0;
+}
 
 static void check_checklist(checker *c, const pdb_checklist *cl)
 {
@@ -465,14 +478,13 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
             cJSON_ArrayForEach(s1, fw)
             {
                 const cJSON *ch = cJSON_GetObjectItemCaseSensitive(s1, "change");
-                int ok = 0;
-                if (cJSON_IsString(ch)) {
-                    ok = strncmp(ch->valuestring, "set:", 4) == 0;
-                    for (size_t k = 0; k < sizeof valid_changes / sizeof *valid_changes; k++)
-                        ok |= strcmp(ch->valuestring, valid_changes[k]) == 0;
-                }
+                const cJSON *form = cJSON_GetObjectItemCaseSensitive(s1, "form");
+                int ok = cJSON_IsString(ch) && (strncmp(ch->valuestring, "set:", 4) == 0 ||
+                                                in_list(ch->valuestring, valid_changes, sizeof valid_changes / sizeof *valid_changes));
                 if (!ok)
                     problem(c, cl->file, cl->id, "step %s: setting for %s has an invalid \"change\"", sid, fw->string);
+                if (!cJSON_IsString(form) || !in_list(form->valuestring, valid_forms, sizeof valid_forms / sizeof *valid_forms))
+                    problem(c, cl->file, cl->id, "step %s: setting for %s has no valid \"form\"", sid, fw->string);
             }
         }
     }

@@ -120,9 +120,11 @@ void pdb_free(pdb *db)
     for (size_t i = 0; i < db->n_checklists; i++) {
         free(db->checklists[i].id);
         free(db->checklists[i].file);
+        cJSON_Delete(db->checklists[i].raw);
         cJSON_Delete(db->checklists[i].json);
     }
     free(db->checklists);
+    cJSON_Delete(db->steps);
     free_literals(db);
     free(db);
 }
@@ -568,14 +570,97 @@ static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, ooms
     } else {
         free(db->checklists[slot].id);
         free(db->checklists[slot].file);
+        cJSON_Delete(db->checklists[slot].raw);
         cJSON_Delete(db->checklists[slot].json);
     }
     pdb_checklist *c = &db->checklists[slot];
     c->id = strdup(id);
     c->file = strdup(file);
-    c->json = cJSON_Duplicate(doc, 1);
-    if (!c->id || !c->file || !c->json)
+    c->raw = cJSON_Duplicate(doc, 1);
+    c->json = NULL;
+    if (!c->id || !c->file || !c->raw)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+/* The step library: steps several checklists share, defined once (a later file's step replaces an
+ * earlier one of the same id, as a later checklist replaces one). */
+static oomscan_status load_steps(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+    if (!cJSON_IsArray(steps))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "step library needs a \"steps\" array");
+    if (!db->steps && !(db->steps = cJSON_CreateObject()))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps)
+    {
+        const char *id = jstr(st, "id");
+        if (!id || !*id || !jstr(st, "do"))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "step %s: needs \"id\" and \"do\"", id ? id : "(no id)");
+        cJSON *copy = cJSON_Duplicate(st, 1);
+        if (!copy)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        if (cJSON_GetObjectItemCaseSensitive(db->steps, id))
+            cJSON_ReplaceItemInObjectCaseSensitive(db->steps, id, copy);
+        else
+            cJSON_AddItemToObject(db->steps, id, copy);
+    }
+    return OOMSCAN_OK;
+}
+
+/* One checklist step from its entry: "id" (the library's step), {"use": id, key: value...} (the
+ * library's step with those keys replaced, e.g. a phase's own "why"), or a whole step written in
+ * place. */
+static cJSON *resolve_step(const pdb *db, const cJSON *entry, const char **missing)
+{
+    const char *use = cJSON_IsString(entry) ? entry->valuestring : jstr(entry, "use");
+    if (!use)
+        return cJSON_Duplicate(entry, 1);
+    const cJSON *lib = cJSON_GetObjectItemCaseSensitive(db->steps, use);
+    if (!lib) {
+        *missing = use;
+        return NULL;
+    }
+    cJSON *st = cJSON_Duplicate(lib, 1);
+    const cJSON *kv;
+    if (st && cJSON_IsObject(entry))
+        cJSON_ArrayForEach(kv, entry)
+        {
+            if (strcmp(kv->string, "use") == 0)
+                continue;
+            cJSON *v = cJSON_Duplicate(kv, 1);
+            if (!v || !cJSON_ReplaceItemInObjectCaseSensitive(st, kv->string, v))
+                cJSON_AddItemToObject(st, kv->string, v);
+        }
+    return st;
+}
+
+/* Every checklist's steps taken from the library, so that later readers see whole steps. */
+static oomscan_status resolve_checklists(pdb *db, oomscan_diag *diag)
+{
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        pdb_checklist *c = &db->checklists[i];
+        cJSON_Delete(c->json);
+        if (!(c->json = cJSON_Duplicate(c->raw, 1)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
+        cJSON *steps = cJSON_CreateArray();
+        if (!steps)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
+        cJSON_ReplaceItemInObjectCaseSensitive(c->json, "steps", steps);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c->raw, "steps"))
+        {
+            const char *missing = NULL;
+            cJSON *st = resolve_step(db, e, &missing);
+            if (missing)
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, c->file, "%s: step \"%s\" is not in the step library "
+                                "(patterns/remediation/steps.json)", c->id, missing);
+            if (!st)
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
+            cJSON_AddItemToArray(steps, st);
+        }
+    }
     return OOMSCAN_OK;
 }
 
@@ -607,9 +692,11 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
         st = load_checklist(db, doc, file, diag);
     else if (strcmp(format, "oomscan-xid/1") == 0)
         st = load_xids(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-steps/1") == 0)
+        st = load_steps(db, doc, file, diag);
     else
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
-                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -xid/1)", format);
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -xid/1)", format);
     cJSON_Delete(doc);
     return st;
 }
@@ -883,7 +970,8 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
             return st;
     if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||
         (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
-        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = add_config_literals(db, diag)))
+        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = resolve_checklists(db, diag)) ||
+        (st = add_config_literals(db, diag)))
         return st;
     const char **texts = malloc(db->n_literals * sizeof *texts);
     if (!texts)
@@ -903,7 +991,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
 static int applies_to(const pdb_checklist *c, tax_class cls, const char *phase)
 {
     const cJSON *a;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c->json, "applies"))
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c->raw, "applies"))
     {
         const char *ac = jstr(a, "class"), *ap = jstr(a, "phase");
         if (ac && ap && strcmp(ac, tax_class_name(cls)) == 0 && strcmp(ap, phase) == 0)

@@ -97,7 +97,8 @@ typedef struct {
 
 typedef struct {
     char *id, *file;
-    cJSON *json; /* the whole checklist document */
+    cJSON *raw;  /* the checklist document as loaded: steps may name the step library by id */
+    cJSON *json; /* the same with every step taken from the library (pdb_compile), or NULL before */
 } pdb_checklist;
 
 /* What a prefilter literal leads to. */
@@ -129,6 +130,7 @@ typedef struct pdb {
     size_t n_xids;
     pdb_checklist *checklists;
     size_t n_checklists;
+    cJSON *steps; /* the step library (format oomscan-steps/1): an object, step id -> step */
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;

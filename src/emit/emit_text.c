@@ -113,13 +113,10 @@ static void advice(out *o, const result_finding *rf)
             const cJSON *set;
             cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
             {
-                const cJSON *k = cJSON_GetObjectItemCaseSensitive(set, "key");
-                if (!cJSON_IsString(k))
-                    continue;
-                /* the job's own value when the log printed it: "32 -> 16" */
-                char change[512];
-                report_setting_change(set, change, sizeof change);
-                w(o, "       %s: %s\n", k->valuestring, change);
+                /* as the user types it (advice/setting.h), "32 -> 16" when the log printed the value */
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
+                if (cJSON_IsString(t))
+                    w(o, "       %s\n", t->valuestring);
             }
         }
     }

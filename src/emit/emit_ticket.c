@@ -286,13 +286,11 @@ static void put_checklist(sbuf *b, const markup *m, const result_finding *rf)
         const cJSON *set;
         cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
         {
-            if (!jstr(set, "key"))
+            if (!jstr(set, "text"))
                 continue;
-            char change[512];
-            report_setting_change(set, change, sizeof change);
             sb_puts(b, m->subitem);
-            put_code(b, m, jstr(set, "key"));
-            put_opt(b, m, ": ", change, "\n");
+            put_code(b, m, jstr(set, "text"));
+            sb_puts(b, "\n");
         }
     }
 }
