@@ -91,27 +91,26 @@ START_TEST(test_emit_text_json_ticket_same_change)
     cJSON_ArrayForEach(step, cJSON_GetObjectItem(cJSON_GetObjectItem(f0, "remediation"), "steps"))
     cJSON_ArrayForEach(set, cJSON_GetObjectItem(step, "settings"))
     {
-        const char *key = cJSON_GetStringValue(cJSON_GetObjectItem(set, "key"));
-        const char *cur = cJSON_GetStringValue(cJSON_GetObjectItem(set, "current"));
+        /* the setting as the user types it, with the job's value (advice/setting.h) */
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(set, "text"));
         const char *prop = cJSON_GetStringValue(cJSON_GetObjectItem(set, "proposed"));
-        if (key && cur && prop && !change[0])
-            snprintf(change, sizeof change, "%s: %s -> %s", key, cur, prop);
+        if (text && prop && !change[0])
+            snprintf(change, sizeof change, "%s", text);
     }
     cJSON_Delete(doc);
     free(json);
-    ck_assert_str_eq(change, "gpu_memory_utilization: 0.90 -> 0.95");
+    ck_assert_msg(strstr(change, "gpu_memory_utilization=0.95") && strstr(change, "(0.90 -> 0.95)"), "JSON text: %s", change);
 
     char *text = render(path, OOMSCAN_FMT_TEXT, OOMSCAN_TICKET_PLAIN);
     ck_assert_msg(strstr(text, change), "text report lacks '%s':\n%s", change, text);
     free(text);
 
-    /* in a ticket the key is set as code: `gpu_memory_utilization`: 0.90 -> 0.95 (Jira: {{...}}) */
+    /* in a ticket the same text is set as code (Jira: {{...}}) */
     static const oomscan_ticket_style styles[] = {OOMSCAN_TICKET_PLAIN, OOMSCAN_TICKET_GITHUB, OOMSCAN_TICKET_JIRA};
     for (size_t i = 0; i < sizeof styles / sizeof *styles; i++) {
         char *t = render(path, OOMSCAN_FMT_TICKET, styles[i]);
         char *body = ticket_body(t, styles[i]);
-        const char *want = styles[i] == OOMSCAN_TICKET_JIRA ? "{{gpu_memory_utilization}}: 0.90 -> 0.95"
-                                                            : "`gpu_memory_utilization`: 0.90 -> 0.95";
+        const char *want = change;
         ck_assert_msg(strstr(body, want), "ticket style %zu lacks '%s':\n%s", i, want, body);
         free(body);
         free(t);
