@@ -48,8 +48,7 @@ static void usage(FILE *f)
           "  -V, --version           print the version\n"
           "  -h, --help              print this help\n"
           "\n"
-          "Exit status: 0 no failure found, 1 failure(s) found, 2 usage error or\n"
-          "an input that could not be read.\n",
+          "Exit: 0 no failure found, 1 failure(s) found, 2 usage or unreadable input.\n",
           f);
 }
 
