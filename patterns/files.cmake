@@ -53,5 +53,6 @@ set(OOMSCAN_DATA_FILES
   remediation/shm_exhausted-communication.json
   remediation/shm_exhausted-data_loading.json
   remediation/shm_exhausted.json
+  remediation/steps.json
   remediation/time_limit.json
 )

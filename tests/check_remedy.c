@@ -186,8 +186,10 @@ START_TEST(test_remedy_slurm_memory_request_read_from_the_job_script)
     ck_assert_int_eq(f->cls, CLS_HOST_OOM_KILL);
     cJSON *rem = remedy_json_config(r.db, f, FW_UNKNOWN, r.st->config, f->job_id);
     char *js = cJSON_PrintUnformatted(rem);
-    HAS(js, "\"key\":\"#SBATCH --mem\",\"change\":\"increase\"");
+    HAS(js, "\"key\":\"#SBATCH --mem\",\"form\":\"directive\"");
     HAS(js, "\"current\":\"64Gb\",\"proposed\":\"96Gb\"");
+    /* as the user writes it in the job script, with the value the log showed */
+    HAS(js, "\"change\":\"increase\",\"text\":\"#SBATCH --mem=96Gb  (64Gb -> 96Gb)\"");
     HAS(js, "\"read_at\":{\"path\":\"mem.log\",\"line\":8");
     free(js);
     cJSON_Delete(rem);

@@ -19,6 +19,7 @@
 #include "oomscan.h"
 #include "pipeline/session.h"
 #include "base/taxonomy.h"
+#include "result/result.h"
 
 static char *slurp(const char *path)
 {
@@ -158,7 +159,7 @@ static void phase_check(const cJSON *meta, oomscan_scan *scan, const char *name,
         const char *want_conf = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "phase_confidence"));
         const char *want_fw = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "framework"));
         if (want_fw) {
-            const char *gf = tax_framework_name((tax_framework)session_framework(scan, got));
+            const char *gf = tax_framework_name(result_framework(scan->votes, got));
             if (strcmp(want_fw, "unknown") != 0) {
                 t->fw_shown++;
                 if (strcmp(gf, want_fw) == 0)

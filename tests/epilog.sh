@@ -53,7 +53,13 @@ elif [ "\$1" = api ]; then
   echo "https://github.com/acme/trainer/issues/\$n"
 fi
 EOS
-chmod +x "$t/bin/scontrol" "$t/bin/gh"
+# fake logger: records "priority message" a line, as syslog would receive it
+cat > "$t/bin/logger" <<EOS
+#!/bin/sh
+while [ \$# -gt 0 ]; do case \$1 in -p) pri=\$2; shift 2 ;; -t) shift 2 ;; --) shift; break ;; *) break ;; esac; done
+echo "\$pri \$*" >> "$t/syslog"
+EOS
+chmod +x "$t/bin/scontrol" "$t/bin/gh" "$t/bin/logger"
 
 run_epilog() { # node job [VAR=value...]: run as slurmd does, in a clean environment
   node=$1 job=$2; shift 2
@@ -71,7 +77,8 @@ spool="$t/spool/4242.gpu-node-1.ndjson"
 jq -e -s 'length > 0 and all(.[]; .context.job_id == 4242)' "$spool" > /dev/null && ok || bad "a finding lacks job 4242"
 jq -e -s 'any(.[]; .source.path | endswith("train log.out")) and any(.[]; .source.path | endswith("train.err"))' \
   "$spool" > /dev/null && ok || bad "not both StdOut (with a space) and StdErr scanned"
-[ "$(ls "$t/spool")" = "4242.gpu-node-1.ndjson" ] && ok || bad "spool holds more: $(ls "$t/spool")"
+[ "$(ls "$t/spool" | grep -vx epilog.log)" = "4242.gpu-node-1.ndjson" ] && ok || bad "spool holds more: $(ls "$t/spool")"
+grep -q '^user.info job 4242 on gpu-node-1: .* finding(s) in ' "$t/syslog" && ok || bad "progress not sent to syslog: $(cat "$t/syslog" 2>/dev/null)"
 
 # another node of the job: the batch host's output is not scanned twice
 run_epilog gpu-node-2 4242
@@ -92,6 +99,21 @@ run_epilog gpu-node-1 777; rc=$?
 # never fails the epilog: no oomscan, no job id, nothing to scan
 run_epilog gpu-node-1 4242 OOMSCAN=/nonexistent/oomscan; rc=$?
 [ $rc -eq 0 ] && grep -q "not found" "$t/epilog.err" && ok || bad "missing oomscan: exit $rc or not logged"
+# ... and an admin sees it at slurmd's default log level: in syslog as an error, and in the spool
+grep -q '^user.err job 4242 on gpu-node-1: /nonexistent/oomscan not found' "$t/syslog" && ok ||
+  bad "missing oomscan not sent to syslog as an error: $(tail -n 3 "$t/syslog")"
+grep -q ' err job 4242 on gpu-node-1: /nonexistent/oomscan not found' "$t/spool/epilog.log" && ok ||
+  bad "missing oomscan not written to the spool's epilog.log"
+# an input oomscan cannot read: its own message reaches syslog, the other inputs are still scanned
+printf '\037\213\010\000garbage' > "$t/local/4242/broken.log.gz"
+run_epilog gpu-node-2 4242 OOMSCAN_EXTRA_PATHS="$t/local/%j"; rc=$?
+[ $rc -eq 0 ] && grep -q '^user.err job 4242 on gpu-node-2: .*broken.log.gz' "$t/syslog" && ok ||
+  bad "oomscan's error about an unreadable input not sent to syslog: $(tail -n 3 "$t/syslog")"
+[ -s "$t/spool/4242.gpu-node-2.ndjson" ] && ok || bad "the readable node-local log was not scanned beside the broken one"
+# slurmd gives the epilog no PATH at all: it must still run (its own default PATH)
+(cd "$t/work dir" && env -i SLURM_JOB_ID=4242 SLURMD_NODENAME=gpu-node-1 OOMSCAN="$oomscan" \
+  OOMSCAN_SPOOL="$t/spool-nopath" SCONTROL="$t/bin/scontrol" /bin/sh "$epilog") 2> "$t/epilog.err"
+[ -s "$t/spool-nopath/4242.gpu-node-1.ndjson" ] && ok || bad "no PATH: nothing scanned: $(cat "$t/epilog.err")"
 run_epilog gpu-node-1 ""; rc=$?
 [ $rc -eq 0 ] && ok || bad "no job id: exit $rc"
 run_epilog gpu-node-1 999; rc=$?

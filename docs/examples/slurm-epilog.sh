@@ -12,8 +12,20 @@
 #   3. writes the findings as NDJSON to $OOMSCAN_SPOOL/<job>.<node>.ndjson (atomically; a shipper or
 #      `oomscan merge` collects them), and, when OOMSCAN_TICKET_CMD is set, pipes each root finding's
 #      ticket (one JSON object) to that command, on the batch host only.
-# It never fails the epilog (a failing epilog drains the node): every problem is logged to stderr,
-# which slurmd writes to its log, and the script exits 0.
+# It never fails the epilog (a failing epilog drains the node): it always exits 0.
+#
+# Where its messages go. slurmd keeps an epilog's stdout and stderr only at debug log levels, so at the
+# default level nothing printed there is ever seen. Every message therefore also goes to syslog through
+# logger(1) (tag oomscan-epilog; problems at user.err, progress at user.info) and is appended to
+# $OOMSCAN_SPOOL/epilog.log, beside the findings an admin looks at.
+#
+# What Slurm 22.05 gives an Epilog (slurm.schedmd.com/prolog_epilog.html, and seen under a real slurmd):
+#   given:     SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID, SLURM_JOB_USER, SLURMD_NODENAME,
+#              SLURM_JOB_PARTITION, SLURM_SCRIPT_CONTEXT=epilog_slurmd, the job's SPANK variables;
+#   not given: PATH (for security, no search path is set: this script sets a default one below),
+#              SLURM_JOB_STDOUT / SLURM_JOB_STDERR (newer releases set them for some contexts; 22.05's
+#              slurmd epilog does not, so the paths come from `scontrol show job`), the job's own
+#              environment, a terminal. It runs as SlurmdUser (root), in slurmd's working directory.
 #
 # Settings (environment, or /etc/default/oomscan, which this script sources when present):
 #   OOMSCAN              the oomscan binary (default: oomscan from PATH)
@@ -24,6 +36,9 @@
 #   OOMSCAN_TICKET_STYLE plain, github or jira (default: github); jira needs OOMSCAN_JIRA_PROJECT
 #   SCONTROL             the scontrol binary (default: scontrol from PATH)
 
+# slurmd sets no PATH: without one, neither oomscan nor timeout, setpriv or logger would be found.
+PATH=${PATH:+$PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
 # shellcheck disable=SC1091
 [ -r /etc/default/oomscan ] && . /etc/default/oomscan
 OOMSCAN=${OOMSCAN:-oomscan}
@@ -32,13 +47,25 @@ TIMEOUT=${OOMSCAN_TIMEOUT:-120}
 SCONTROL=${SCONTROL:-scontrol}
 job=${SLURM_JOB_ID:-}
 node=${SLURMD_NODENAME:-$(hostname 2>/dev/null || echo node)}
+mkdir -p "$SPOOL" 2>/dev/null
 
-log() { echo "oomscan-epilog: job ${job:-?}: $*" >&2; }
+# say LEVEL MESSAGE: stderr (slurmd's log at debug levels), syslog, and the spool's epilog.log.
+say() {
+  level=$1; shift
+  msg="job ${job:-?} on ${node}: $*"
+  echo "oomscan-epilog: $msg" >&2
+  command -v logger >/dev/null 2>&1 && logger -t oomscan-epilog -p "user.$level" -- "$msg" 2>/dev/null
+  [ -d "$SPOOL" ] && [ -w "$SPOOL" ] &&
+    printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$level" "$msg" >> "$SPOOL/epilog.log" 2>/dev/null
+  return 0
+}
+log() { say info "$@"; }   # progress
+err() { say err "$@"; }    # a problem the admin should see
 done_() { exit 0; }
 
-[ -n "$job" ] || { log "SLURM_JOB_ID is not set: nothing to do"; done_; }
-case $job in *[!0-9_]*) log "odd job id '$job': skipped"; done_ ;; esac
-command -v "$OOMSCAN" >/dev/null 2>&1 || { log "$OOMSCAN not found"; done_; }
+[ -n "$job" ] || { err "SLURM_JOB_ID is not set: nothing to do"; done_; }
+case $job in *[!0-9_]*) err "odd job id '$job': skipped"; done_ ;; esac
+command -v "$OOMSCAN" >/dev/null 2>&1 || { err "$OOMSCAN not found (PATH=$PATH)"; done_; }
 
 # `scontrol show job` prints one Key=Value group per line, StdOut= and StdErr= each on a line of their
 # own, so a path with spaces comes through whole.
@@ -54,7 +81,7 @@ err=${SLURM_JOB_STDERR:-$(field StdErr)}
 on_batch_host=1
 [ -n "$batch_host" ] && [ "$batch_host" != "$node" ] && on_batch_host=0
 
-list=$(mktemp "${TMPDIR:-/tmp}/oomscan-epilog.XXXXXX") || { log "mktemp failed"; done_; }
+list=$(mktemp "${TMPDIR:-/tmp}/oomscan-epilog.XXXXXX") || { err "mktemp failed"; done_; }
 trap 'rm -f "$list"' EXIT
 add() { [ -n "$1" ] && [ -e "$1" ] && ! grep -qxF -- "$1" "$list" && printf '%s\n' "$1" >> "$list"; }
 if [ $on_batch_host = 1 ]; then
@@ -88,20 +115,22 @@ scan() { # format args...: oomscan on the listed files, stdout to stdout
   fmt=$1; shift
   # one path a line in $list, appended to "$@" so names with spaces stay whole
   while IFS= read -r f; do set -- "$@" "$f"; done < "$list"
-  run "$OOMSCAN" --quiet --color never --job-id "$job" --format "$fmt" "$@"
+  run "$OOMSCAN" --color never --job-id "$job" --format "$fmt" "$@"
 }
 
-mkdir -p "$SPOOL" 2>/dev/null
 dest="$SPOOL/$job.$node.ndjson"
 tmp="$dest.tmp.$$"
-scan ndjson > "$tmp"; rc=$?
+errs="$tmp.err"
+scan ndjson > "$tmp" 2> "$errs"; rc=$?
 # 0: nothing found, 1: findings, 2: an input could not be read (the others' findings are written)
 case $rc in
-  0|1|2) ;;
-  *) log "oomscan exited with $rc" ;;
+  0|1) ;;
+  2) while IFS= read -r line; do err "$line"; done < "$errs" ;;
+  *) err "oomscan exited with $rc (124: it ran past OOMSCAN_TIMEOUT=${TIMEOUT}s)" ;;
 esac
+rm -f "$errs"
 if [ -s "$tmp" ]; then
-  if mv -f "$tmp" "$dest"; then log "$(wc -l < "$dest") finding(s) in $dest"; else log "cannot write $dest"; fi
+  if mv -f "$tmp" "$dest"; then log "$(wc -l < "$dest") finding(s) in $dest"; else err "cannot write $dest"; fi
 else
   rm -f "$tmp"
   log "no failure found"
@@ -110,7 +139,7 @@ fi
 if [ -n "${OOMSCAN_TICKET_CMD:-}" ] && [ $on_batch_host = 1 ] && [ -s "$dest" ]; then
   style=${OOMSCAN_TICKET_STYLE:-github}
   scan ticket --ticket-style "$style" | while IFS= read -r ticket; do
-    printf '%s\n' "$ticket" | sh -c "$OOMSCAN_TICKET_CMD" || log "ticket command failed"
+    printf '%s\n' "$ticket" | sh -c "$OOMSCAN_TICKET_CMD" || err "ticket command failed"
   done
 fi
 done_

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advice/setting.h"
 #include "match/config.h"
 #include "base/values.h"
 
@@ -31,8 +32,13 @@ static cJSON *settings_json(const cJSON *list, const config_store *cfg, const ch
     cJSON_ArrayForEach(set, arr)
     {
         const config_entry *e = config_lookup(cfg, jstr(set, "key"), job);
-        if (!e)
+        if (!e) {
+            if (setting_publish(set) != 0) {
+                cJSON_Delete(arr);
+                return NULL;
+            }
             continue;
+        }
         char proposed[128];
         config_verdict v = config_propose(jstr(set, "change"), e->value, proposed, sizeof proposed);
         cJSON_AddStringToObject(set, "current", e->value);
@@ -45,6 +51,10 @@ static cJSON *settings_json(const cJSON *list, const config_store *cfg, const ch
             cJSON_AddStringToObject(at, "path", e->file);
             cJSON_AddNumberToObject(at, "line", (double)e->line);
             cJSON_AddStringToObject(at, "key", e->path);
+        }
+        if (setting_publish(set) != 0) {
+            cJSON_Delete(arr);
+            return NULL;
         }
     }
     return arr;
@@ -354,7 +364,7 @@ int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
             w(&m, "Trade-off: %s\n\n", jstr(st, "tradeoff"));
         const cJSON *set = cJSON_GetObjectItemCaseSensitive(st, "settings");
         if (cJSON_GetArraySize(set) > 0) {
-            w(&m, "| framework | setting | change |\n| --- | --- | --- |\n");
+            w(&m, "| framework | what to write or do |\n| --- | --- |\n");
             const cJSON *fwk;
             cJSON_ArrayForEach(fwk, set)
             {
@@ -362,9 +372,18 @@ int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
                 cJSON_ArrayForEach(s1, fwk)
                 {
                     const char *note = jstr(s1, "note");
-                    w(&m, "| %s | `%s` | %s%s%s%s |\n", fwk->string, jstr(s1, "key") ? jstr(s1, "key") : "",
-                      jstr(s1, "change") ? jstr(s1, "change") : "", note ? " (" : "", note ? note : "",
-                      note ? ")" : "");
+                    char text[1024];
+                    setting_text(s1, text, sizeof text);
+                    /* a table cell cannot hold a bare '|' (shell pipelines in commands) */
+                    char cell[1100];
+                    size_t k = 0;
+                    for (const char *p = text; *p && k + 2 < sizeof cell; p++) {
+                        if (*p == '|')
+                            cell[k++] = '\\';
+                        cell[k++] = *p;
+                    }
+                    cell[k] = 0;
+                    w(&m, "| %s | `%s`%s%s%s |\n", fwk->string, cell, note ? " (" : "", note ? note : "", note ? ")" : "");
                 }
             }
             w(&m, "\n");

@@ -15,6 +15,7 @@
 
 #include "oomscan.h"
 #include "progress.h"
+#include "summary_cmd.h"
 
 #define EXIT_NONE 0
 #define EXIT_FOUND 1
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 {
     fputs("usage: oomscan [OPTION]... [PATH]...  PATH: file, directory, archive, - (stdin)\n"
           "       oomscan merge [OPTION]... [NDJSON]...  combine per-node NDJSON output\n"
+          "       oomscan summary [--format text|json] INPUT...  failures across many jobs\n"
           "Tells why a GPU training job died, from its logs. More: man oomscan.\n"
           "\n"
           "  -f, --format FMT        text (default), json, ndjson or ticket\n"
@@ -46,8 +48,7 @@ static void usage(FILE *f)
           "  -V, --version           print the version\n"
           "  -h, --help              print this help\n"
           "\n"
-          "Exit status: 0 no failure found, 1 failure(s) found, 2 usage error or\n"
-          "an input that could not be read.\n",
+          "Exit: 0 no failure found, 1 failure(s) found, 2 usage or unreadable input.\n",
           f);
 }
 
@@ -150,6 +151,8 @@ int main(int argc, char **argv)
     int check = 0, list = 0, quiet = 0;
     long jobs = 0;
     const char *follow = NULL, *state_file = NULL;
+    if (argc > 1 && strcmp(argv[1], "summary") == 0)
+        return summary_main(argc - 1, argv + 1);
     /* `oomscan merge ...`: the inputs are NDJSON from other runs; output NDJSON unless told otherwise */
     int merge_mode = argc > 1 && strcmp(argv[1], "merge") == 0, format_given = 0;
     if (merge_mode) {

@@ -5,15 +5,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "match/match.h"
-#include "advice/remedy.h"
-#include "pipeline/session.h"
+#include "oomscan.h"
+#include "base/status.h"
+#include "db/patterndb.h"
+/* layering: the checker runs every sample as a scan would (matcher, phase, scanner, story) */
+#include "match/match.h" /* layering: (see above) */
+#include "match/phase.h" /* layering: (see above) */
+#include "match/scan.h" /* layering: (see above) */
+#include "story/story.h" /* layering: (see above) */
 
 typedef struct {
     oomscan_check_fn fn;
     void *ud;
     size_t problems;
+    const pdb *db;
+    matcher *m;
+    scanner *sc; /* for "scanned alone": each match sample through the real scan path */
+    story *st;
+    phase_state *ps;
 } checker;
+
+typedef struct {
+    const char *data;
+    size_t len, pos;
+} mem_src;
+
+static ssize_t mem_read(void *ud, void *buf, size_t cap)
+{
+    mem_src *m = ud;
+    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+    memcpy(buf, m->data + m->pos, n);
+    m->pos += n;
+    return (ssize_t)n;
+}
+
+/* The pattern of the first finding a scan of `text` alone gives (NULL: none, or out of memory), as
+ * a user who saved only that line (and its "next" lines) would see it. */
+static const pdb_pattern *scan_alone(checker *c, const char *text, size_t len)
+{
+    story_free(c->st);
+    phase_free(c->ps);
+    c->st = story_new();
+    c->ps = c->st ? phase_new(c->db) : NULL;
+    if (!c->ps)
+        return NULL;
+    mem_src m = {text, len, 0};
+    scan_source src = {.path = "sample"};
+    scan_result res;
+    if (scanner_run(c->sc, mem_read, &m, &src, c->ps, c->st, &res, NULL, NULL) != OOMSCAN_OK || c->st->n == 0)
+        return NULL;
+    return c->st->f[0].pattern;
+}
 
 static void problem(checker *c, const char *file, const char *id, const char *fmt, ...)
 {
@@ -62,6 +104,49 @@ static int same(const cJSON *want, const cJSON *got)
     return cJSON_Compare(want, got, 1);
 }
 
+/* One line (a terminator added) scanned alone; c->ps then holds its context (markers, votes). */
+static void scan_line_alone(checker *c, const char *t)
+{
+    size_t len = strlen(t);
+    char *text = malloc(len + 2);
+    if (!text)
+        return;
+    memcpy(text, t, len);
+    text[len] = '\n';
+    scan_alone(c, text, len + 1);
+    free(text);
+}
+
+/* A match sample scanned alone (with its "next" lines) must give a finding of its own pattern: one
+ * that another pattern wins is a priority to fix, or a sample that shows the other message. */
+static void check_alone(checker *c, const pdb_pattern *p, const cJSON *sample, const char *line)
+{
+    size_t len = strlen(line), cap = len + 2;
+    const cJSON *nx;
+    cJSON_ArrayForEach(nx, cJSON_GetObjectItemCaseSensitive(sample, "next")) if (cJSON_IsString(nx)) cap +=
+        strlen(nx->valuestring) + 1;
+    char *text = malloc(cap);
+    if (!text) {
+        problem(c, p->file, p->id, "out of memory");
+        return;
+    }
+    memcpy(text, line, len);
+    text[len++] = '\n';
+    cJSON_ArrayForEach(nx, cJSON_GetObjectItemCaseSensitive(sample, "next")) if (cJSON_IsString(nx))
+    {
+        size_t k = strlen(nx->valuestring);
+        memcpy(text + len, nx->valuestring, k);
+        len += k;
+        text[len++] = '\n';
+    }
+    const pdb_pattern *won = scan_alone(c, text, len);
+    free(text);
+    if (!won)
+        problem(c, p->file, p->id, "scanned alone, its match sample gives no finding: %.120s", line);
+    else if (won != p)
+        problem(c, p->file, p->id, "scanned alone, its match sample is won by %s (%s): %.120s", won->id, won->file, line);
+}
+
 static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, size_t *runs)
 {
     const pdb_pattern *p = &db->patterns[idx];
@@ -93,6 +178,7 @@ static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, siz
             problem(c, p->file, p->id, "does not match its sample: %.160s", t);
             continue;
         }
+        check_alone(c, p, s, t);
         const cJSON *expect = cJSON_GetObjectItemCaseSensitive(s, "expect");
         if (!expect)
             continue;
@@ -183,7 +269,193 @@ static void check_prefix(checker *c, const pdb *db, matcher *m, size_t idx, size
     }
 }
 
-static const char *const valid_changes[] = {"halve", "double", "decrease", "increase", "enable", "disable"};
+/* ---- context rules: frames, markers, framework rules ---------------------------------------- */
+
+/* The sample's line (prefixes stripped, as the scanner hands context lines on), or NULL when the
+ * entry is no {"line": "..."} object. */
+static const char *sample_text(checker *c, const cJSON *s, size_t *len)
+{
+    const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
+    if (!cJSON_IsString(line))
+        return NULL;
+    line_ctx ctx;
+    return matcher_strip(c->m, line->valuestring, strlen(line->valuestring), len, &ctx);
+}
+
+/* Every context rule needs lines it must give its result for; each entry must be {"line","source"}. */
+static int need_samples(checker *c, const char *file, const char *name, const cJSON *yes, const cJSON *no)
+{
+    if (cJSON_GetArraySize(yes) == 0) {
+        problem(c, file, name, "no \"samples\": every rule needs a real line it must give its result for");
+        return 0;
+    }
+    const cJSON *arrs[2] = {yes, no}, *s;
+    for (int k = 0; k < 2; k++)
+        cJSON_ArrayForEach(s, arrs[k]) if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "line")) ||
+                                           !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "source")))
+            problem(c, file, name, "a sample needs a \"line\" and a \"source\"");
+    return 1;
+}
+
+/* The frame rule a sample gives: a code rule's samples are code lines (as printed under a frame),
+ * the others' are frame lines. -1 none, -2 not a frame line. */
+static int frame_winner(checker *c, const pdb_frame_rule *r, const char *t, size_t n)
+{
+    int fb;
+    if (r->kind == FRAME_CODE) {
+        while (n && (*t == ' ' || *t == '\t'))
+            t++, n--;
+        int best = phase_frame_rule(c->db, NULL, 0, NULL, 0, t, n, &fb);
+        return r->fallback ? fb : best;
+    }
+    const char *path, *func;
+    size_t pl, fl;
+    if (!memmem(t, n, PDB_FRAME_LITERAL, strlen(PDB_FRAME_LITERAL)) || !scan_parse_frame(t, n, &path, &pl, &func, &fl))
+        return -2;
+    int best = phase_frame_rule(c->db, path, pl, func, fl, NULL, 0, &fb);
+    return r->fallback ? fb : best;
+}
+
+static void check_frame_rule(checker *c, size_t idx, size_t *runs)
+{
+    const pdb_frame_rule *r = &c->db->frames[idx];
+    char name[200];
+    pdb_frame_rule_name(r, name, sizeof name);
+    if (!need_samples(c, r->file, name, r->samples, r->not_samples))
+        return;
+    const cJSON *s;
+    cJSON_ArrayForEach(s, r->samples)
+    {
+        size_t n;
+        const char *t = sample_text(c, s, &n);
+        if (!t)
+            continue;
+        ++*runs;
+        int w = frame_winner(c, r, t, n);
+        if (w == -2)
+            problem(c, r->file, name, "sample is not a traceback frame line: %.160s", t);
+        else if (w < 0)
+            problem(c, r->file, name, "does not match its sample: %.160s", t);
+        else if (c->db->frames[w].phase != r->phase || c->db->frames[w].framework != r->framework) {
+            char other[200];
+            pdb_frame_rule_name(&c->db->frames[w], other, sizeof other);
+            problem(c, r->file, name, "its sample is won by %s (phase %s): %.120s", other,
+                    tax_phase_name((tax_phase)c->db->frames[w].phase), t);
+        }
+    }
+    cJSON_ArrayForEach(s, r->not_samples)
+    {
+        size_t n;
+        const char *t = sample_text(c, s, &n);
+        if (!t)
+            continue;
+        ++*runs;
+        int w = frame_winner(c, r, t, n);
+        if (w >= 0 && c->db->frames[w].phase == r->phase && c->db->frames[w].framework == r->framework)
+            problem(c, r->file, name, "gives its result for a line it must not: %.160s", t);
+    }
+}
+
+/* The marker that decides a line scanned alone through the real scan path (markers act on the raw
+ * line, in the prefilter's hit order; the last one acting wins), -1 none. */
+static int marker_winner(checker *c, const char *t)
+{
+    scan_line_alone(c, t);
+    uint64_t line;
+    return c->ps ? phase_last_marker(c->ps, &line) : -1;
+}
+
+static void check_marker(checker *c, size_t idx, size_t *runs)
+{
+    const pdb_marker *mk = &c->db->markers[idx];
+    char name[200];
+    pdb_marker_name(mk, name, sizeof name);
+    if (!need_samples(c, mk->file, name, mk->samples, mk->not_samples))
+        return;
+    const cJSON *s;
+    for (int yes = 1; yes >= 0; yes--)
+        cJSON_ArrayForEach(s, (yes ? mk->samples : mk->not_samples))
+        {
+            const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
+            if (!cJSON_IsString(line))
+                continue;
+            ++*runs;
+            const char *t = line->valuestring;
+            int w = marker_winner(c, t);
+            const pdb_marker *o = w >= 0 ? &c->db->markers[w] : NULL;
+            int mine = o && o->phase == mk->phase && o->framework == mk->framework;
+            if (yes && !strstr(t, mk->literal))
+                problem(c, mk->file, name, "sample does not hold the literal: %.160s", t);
+            else if (yes && !mine) {
+                char other[200] = "no marker";
+                if (o)
+                    pdb_marker_name(o, other, sizeof other);
+                problem(c, mk->file, name, "its sample is won by %s, of another phase: %.120s", other, t);
+            } else if (!yes && strstr(t, mk->literal) && mine)
+                problem(c, mk->file, name, "gives its phase for a line it must not: %.160s", t);
+        }
+}
+
+/* The framework a sample tells: a path rule's samples are frame lines, read as phase_frame reads
+ * them; a line rule's are lines scanned alone, whose votes decide as phase_framework. */
+static int fw_winner(checker *c, const pdb_fw_rule *r, const char *raw, size_t *runs)
+{
+    ++*runs;
+    if (r->in_path) {
+        line_ctx ctx;
+        size_t n, pl, fl;
+        const char *t = matcher_strip(c->m, raw, strlen(raw), &n, &ctx), *path, *func;
+        if (!scan_parse_frame(t, n, &path, &pl, &func, &fl))
+            return -2;
+        return phase_path_framework(c->db, path, pl);
+    }
+    scan_line_alone(c, raw);
+    int fw = c->ps ? phase_framework(c->ps) : FW_UNKNOWN;
+    return fw == FW_UNKNOWN ? -1 : fw;
+}
+
+static void check_fw_rule(checker *c, size_t idx, size_t *runs)
+{
+    const pdb_fw_rule *r = &c->db->fw_rules[idx];
+    char name[200];
+    pdb_fw_rule_name(r, name, sizeof name);
+    if (!need_samples(c, r->file, name, r->samples, r->not_samples))
+        return;
+    const cJSON *s;
+    for (int yes = 1; yes >= 0; yes--)
+        cJSON_ArrayForEach(s, (yes ? r->samples : r->not_samples))
+        {
+            const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
+            if (!cJSON_IsString(line))
+                continue;
+            const char *t = line->valuestring;
+            int w = fw_winner(c, r, t, runs);
+            if (w == -2)
+                problem(c, r->file, name, "sample is not a traceback frame line (a \"path\" rule): %.160s", t);
+            else if (yes && !strstr(t, r->literal))
+                problem(c, r->file, name, "sample does not hold the literal: %.160s", t);
+            else if (yes && w != r->framework)
+                problem(c, r->file, name, "its sample tells framework %s: %.120s",
+                        w < 0 ? "none" : tax_framework_name((tax_framework)w), t);
+            else if (!yes && w == r->framework && strstr(t, r->literal))
+                problem(c, r->file, name, "gives its framework for a line it must not: %.160s", t);
+        }
+}
+
+static const char *const valid_changes[] = {"halve", "double", "decrease", "increase", "enable", "disable",
+                                            /* for commands and things to look at */
+                                            "run", "check", "read", "compare", "find", "compute", "adjust"};
+/* how the user writes a setting (docs/data-formats.md) */
+static const char *const valid_forms[] = {"override", "flag", "env", "directive", "json", "kwarg",
+                                          "engine_arg", "python", "command", "words"};
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+    for (size_t k = 0; s && k < n; k++)
+        if (strcmp(s, list[k]) == 0)
+            return 1;
+    return 0;
+}
 
 static void check_checklist(checker *c, const pdb_checklist *cl)
 {
@@ -206,14 +478,13 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
             cJSON_ArrayForEach(s1, fw)
             {
                 const cJSON *ch = cJSON_GetObjectItemCaseSensitive(s1, "change");
-                int ok = 0;
-                if (cJSON_IsString(ch)) {
-                    ok = strncmp(ch->valuestring, "set:", 4) == 0;
-                    for (size_t k = 0; k < sizeof valid_changes / sizeof *valid_changes; k++)
-                        ok |= strcmp(ch->valuestring, valid_changes[k]) == 0;
-                }
+                const cJSON *form = cJSON_GetObjectItemCaseSensitive(s1, "form");
+                int ok = cJSON_IsString(ch) && (strncmp(ch->valuestring, "set:", 4) == 0 ||
+                                                in_list(ch->valuestring, valid_changes, sizeof valid_changes / sizeof *valid_changes));
                 if (!ok)
                     problem(c, cl->file, cl->id, "step %s: setting for %s has an invalid \"change\"", sid, fw->string);
+                if (!cJSON_IsString(form) || !in_list(form->valuestring, valid_forms, sizeof valid_forms / sizeof *valid_forms))
+                    problem(c, cl->file, cl->id, "step %s: setting for %s has no valid \"form\"", sid, fw->string);
             }
         }
     }
@@ -221,18 +492,26 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
 
 size_t oomscan_db_check(const oomscan_db *odb, oomscan_check_fn fn, void *ud, size_t *samples_run)
 {
-    checker c = {fn, ud, 0};
-    size_t runs = 0;
     const pdb *db = odb->p;
-    matcher *m = db->compiled ? matcher_new(db) : NULL;
-    if (!m) {
+    checker c = {fn, ud, 0, db, NULL, NULL, NULL, NULL};
+    size_t runs = 0;
+    c.m = db->compiled ? matcher_new(db) : NULL;
+    c.sc = db->compiled ? scanner_new(db) : NULL;
+    c.ps = db->compiled ? phase_new(db) : NULL;
+    if (!c.m || !c.sc || !c.ps) {
         problem(&c, "", "", "database not compiled or out of memory");
-        return c.problems;
+        goto done;
     }
     for (size_t i = 0; i < db->n_patterns; i++)
-        check_pattern(&c, db, m, i, &runs);
+        check_pattern(&c, db, c.m, i, &runs);
     for (size_t i = 0; i < db->n_prefixes; i++)
-        check_prefix(&c, db, m, i, &runs);
+        check_prefix(&c, db, c.m, i, &runs);
+    for (size_t i = 0; i < db->n_frames; i++)
+        check_frame_rule(&c, i, &runs);
+    for (size_t i = 0; i < db->n_markers; i++)
+        check_marker(&c, i, &runs);
+    for (size_t i = 0; i < db->n_fw_rules; i++)
+        check_fw_rule(&c, i, &runs);
     for (size_t i = 0; i < db->n_checklists; i++)
         check_checklist(&c, &db->checklists[i]);
     /* every class/phase pair the data can produce must lead to a checklist (when checklists exist) */
@@ -244,16 +523,12 @@ size_t oomscan_db_check(const oomscan_db *odb, oomscan_check_fn fn, void *ud, si
                     snprintf(id, sizeof id, "%s/%s", tax_class_name((tax_class)cls), tax_phase_name((tax_phase)ph));
                     problem(&c, "patterns/remediation", id, "no checklist for this class and phase");
                 }
-    matcher_free(m);
+done:
+    matcher_free(c.m);
+    scanner_free(c.sc);
+    phase_free(c.ps);
+    story_free(c.st);
     if (samples_run)
         *samples_run = runs;
     return c.problems;
-}
-
-oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud, oomscan_diag *diag)
-{
-    const pdb_checklist *c = pdb_checklist_by_id(db->p, id);
-    if (!c)
-        return diag_set(diag, OOMSCAN_ERR_USAGE, id, "no checklist with this id (see oomscan --explain list)");
-    return remedy_markdown(c, fn, ud) == 0 ? OOMSCAN_OK : diag_set(diag, OOMSCAN_ERR_IO, id, "write failed");
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "match/config.h"
+#include "match/config.h" /* layering: settings the checklists name become literals, spelled by config_literal() */
 #include "db/embedded.h"
 
 #define GROW(arr, n, cap_hint)                                                       \
@@ -97,14 +97,26 @@ void pdb_free(pdb *db)
     for (size_t i = 0; i < db->n_prefixes; i++)
         free_prefix(&db->prefixes[i]);
     free(db->prefixes);
-    for (size_t i = 0; i < db->n_frames; i++)
+    for (size_t i = 0; i < db->n_frames; i++) {
         free(db->frames[i].value);
+        free(db->frames[i].file);
+        cJSON_Delete(db->frames[i].samples);
+        cJSON_Delete(db->frames[i].not_samples);
+    }
     free(db->frames);
-    for (size_t i = 0; i < db->n_markers; i++)
+    for (size_t i = 0; i < db->n_markers; i++) {
         free(db->markers[i].literal);
+        free(db->markers[i].file);
+        cJSON_Delete(db->markers[i].samples);
+        cJSON_Delete(db->markers[i].not_samples);
+    }
     free(db->markers);
-    for (size_t i = 0; i < db->n_fw_rules; i++)
+    for (size_t i = 0; i < db->n_fw_rules; i++) {
         free(db->fw_rules[i].literal);
+        free(db->fw_rules[i].file);
+        cJSON_Delete(db->fw_rules[i].samples);
+        cJSON_Delete(db->fw_rules[i].not_samples);
+    }
     free(db->fw_rules);
     for (size_t i = 0; i < db->n_xids; i++) {
         free(db->xids[i].meaning);
@@ -114,9 +126,11 @@ void pdb_free(pdb *db)
     for (size_t i = 0; i < db->n_checklists; i++) {
         free(db->checklists[i].id);
         free(db->checklists[i].file);
+        cJSON_Delete(db->checklists[i].raw);
         cJSON_Delete(db->checklists[i].json);
     }
     free(db->checklists);
+    cJSON_Delete(db->steps);
     free_literals(db);
     free(db);
 }
@@ -344,49 +358,109 @@ static int phase_of(const cJSON *obj, int *ok)
     return ph;
 }
 
-static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+/* A context rule's name in messages: its section and the value that identifies it, as written in
+ * the file (an index would mean nothing to the person editing it). */
+static void rule_name(char *out, size_t cap, const char *section, const char *kind, const char *value)
 {
-    const cJSON *markers = cJSON_GetObjectItemCaseSensitive(doc, "markers");
+    snprintf(out, cap, "%s %s%s\"%.120s\"", section, kind ? kind : "", kind ? " " : "", value ? value : "?");
+}
+
+/* The framework named by `key` of `obj`: 1 and *fw (-1 when absent), 0 when it names none we know. */
+static int known_framework(const cJSON *obj, const char *key, int *fw)
+{
+    const char *s = jstr(obj, key);
+    *fw = s ? tax_framework_from_name(s) : -1;
+    return !s || *fw >= 0;
+}
+
+/* A context rule's "samples" and "not_samples": absent, or arrays kept for --check-patterns. */
+static oomscan_status keep_samples(const cJSON *j, const char *file, const char *name, char **file_out,
+                                   cJSON **yes, cJSON **no, oomscan_diag *diag)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "samples");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "not_samples");
+    if ((s && !cJSON_IsArray(s)) || (n && !cJSON_IsArray(n)))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"samples\" and \"not_samples\" must be arrays", name);
+    if (!(*file_out = strdup(file)) || (s && !(*yes = cJSON_Duplicate(s, 1))) || (n && !(*no = cJSON_Duplicate(n, 1))))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+void pdb_frame_rule_name(const pdb_frame_rule *r, char *out, size_t cap)
+{
+    static const char *const kinds[] = {"func", "code", "path"};
+    rule_name(out, cap, r->fallback ? "fallback_frames" : "frames", kinds[r->kind], r->value);
+}
+
+void pdb_marker_name(const pdb_marker *m, char *out, size_t cap) { rule_name(out, cap, "markers", NULL, m->literal); }
+
+void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap) { rule_name(out, cap, "rules", NULL, r->literal); }
+
+static oomscan_status load_frames(pdb *db, const cJSON *doc, const char *file, int fallback, oomscan_diag *diag)
+{
+    static const char *const kinds[] = {"func", "code", "path"};
+    static const char *const sections[] = {"frames", "fallback_frames", "weak_frames"};
+    const char *section = sections[fallback];
     const cJSON *j;
-    static const char *const lists[] = {"frames", "fallback_frames", "weak_frames"};
-    for (int fallback = 0; fallback < 3; fallback++)
-    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, lists[fallback]))
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, section))
     {
-        static const char *const kinds[] = {"func", "code", "path"};
-        int ok, kind = -1;
+        int ok, fw, kind = -1;
         const char *value = NULL;
         for (int k = 0; k < 3; k++)
             if (jstr(j, kinds[k])) {
                 kind = k;
                 value = jstr(j, kinds[k]);
             }
+        char name[200];
+        rule_name(name, sizeof name, section, kind >= 0 ? kinds[kind] : NULL, value);
         int ph = phase_of(j, &ok);
-        if (kind < 0 || !*value || !ok || ph < 0)
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
-                            "frame rule %d: needs one of func/code/path and a known phase",
-                            (int)db->n_frames);
+        if (kind < 0 || !*value)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs one of func/code/path", name);
+        if (!ok || ph < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown or missing phase \"%s\" (see docs/taxonomy.md)",
+                            name, jstr(j, "phase") ? jstr(j, "phase") : "(none)");
+        if (!known_framework(j, "framework", &fw))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, jstr(j, "framework"));
         GROW(db->frames, db->n_frames, 0);
         pdb_frame_rule *r = &db->frames[db->n_frames++];
         r->kind = (pdb_frame_kind)kind;
         r->fallback = fallback;
         r->phase = ph;
-        r->framework = framework_of(j, "framework");
+        r->framework = fw;
         if (!(r->value = strdup(value)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        oomscan_status st = keep_samples(j, file, name, &r->file, &r->samples, &r->not_samples, diag);
+        if (st)
+            return st;
     }
-    cJSON_ArrayForEach(j, markers)
+    return OOMSCAN_OK;
+}
+
+static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    oomscan_status st;
+    if ((st = load_frames(db, doc, file, 0, diag)) || (st = load_frames(db, doc, file, 1, diag)) ||
+        (st = load_frames(db, doc, file, 2, diag)))
+        return st;
+    const cJSON *j;
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "markers"))
     {
-        int ok;
+        int ok, fw;
         const char *lit = jstr(j, "literal");
+        char name[200];
+        rule_name(name, sizeof name, "markers", NULL, lit);
         int ph = phase_of(j, &ok);
-        if (!lit || strlen(lit) < 4 || !ok)
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
-                            "marker %d: needs a literal of 4 bytes or more and a known phase (or null)",
-                            (int)db->n_markers);
+        if (!lit || strlen(lit) < 4)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
+        if (!ok)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown phase \"%s\" (a known one, or null)", name,
+                            jstr(j, "phase") ? jstr(j, "phase") : "(not a string)");
+        if (!known_framework(j, "framework", &fw))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, jstr(j, "framework"));
         GROW(db->markers, db->n_markers, 0);
         pdb_marker *m = &db->markers[db->n_markers++];
         m->phase = ph;
-        m->framework = framework_of(j, "framework");
+        m->framework = fw;
         const char *conf = jstr(j, "confidence");
         m->weak = conf && strcmp(conf, "weak") == 0;
         const cJSON *reach = cJSON_GetObjectItemCaseSensitive(j, "reach");
@@ -401,6 +475,8 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
                             (int)db->n_markers - 1);
         if (!(m->literal = strdup(lit)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        if ((st = keep_samples(j, file, name, &m->file, &m->samples, &m->not_samples, diag)))
+            return st;
     }
     /* A class whose message alone points to a phase, one inference step away (a watchdog timeout with
      * nothing else is a collective: communication, weak). */
@@ -425,18 +501,26 @@ static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *fil
     cJSON_ArrayForEach(j, rules)
     {
         const char *lit = jstr(j, "literal");
-        int fw = framework_of(j, "framework");
+        int fw;
         const char *where = jstr(j, "where");
-        if (!lit || strlen(lit) < 4 || fw < 0)
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
-                            "framework rule %d: needs a literal of 4 bytes or more and a known framework",
-                            (int)db->n_fw_rules);
+        char name[200];
+        rule_name(name, sizeof name, "rules", NULL, lit);
+        if (!lit || strlen(lit) < 4)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
+        if (!known_framework(j, "framework", &fw) || fw < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown or missing framework \"%s\"", name,
+                            jstr(j, "framework") ? jstr(j, "framework") : "(none)");
+        if (where && strcmp(where, "path") != 0 && strcmp(where, "line") != 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"where\" is \"path\" or \"line\", not \"%s\"", name, where);
         GROW(db->fw_rules, db->n_fw_rules, 0);
         pdb_fw_rule *r = &db->fw_rules[db->n_fw_rules++];
         r->framework = fw;
         r->in_path = where && strcmp(where, "path") == 0;
         if (!(r->literal = strdup(lit)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        oomscan_status st = keep_samples(j, file, name, &r->file, &r->samples, &r->not_samples, diag);
+        if (st)
+            return st;
     }
     return OOMSCAN_OK;
 }
@@ -517,14 +601,97 @@ static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, ooms
     } else {
         free(db->checklists[slot].id);
         free(db->checklists[slot].file);
+        cJSON_Delete(db->checklists[slot].raw);
         cJSON_Delete(db->checklists[slot].json);
     }
     pdb_checklist *c = &db->checklists[slot];
     c->id = strdup(id);
     c->file = strdup(file);
-    c->json = cJSON_Duplicate(doc, 1);
-    if (!c->id || !c->file || !c->json)
+    c->raw = cJSON_Duplicate(doc, 1);
+    c->json = NULL;
+    if (!c->id || !c->file || !c->raw)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    return OOMSCAN_OK;
+}
+
+/* The step library: steps several checklists share, defined once (a later file's step replaces an
+ * earlier one of the same id, as a later checklist replaces one). */
+static oomscan_status load_steps(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+    if (!cJSON_IsArray(steps))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "step library needs a \"steps\" array");
+    if (!db->steps && !(db->steps = cJSON_CreateObject()))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps)
+    {
+        const char *id = jstr(st, "id");
+        if (!id || !*id || !jstr(st, "do"))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "step %s: needs \"id\" and \"do\"", id ? id : "(no id)");
+        cJSON *copy = cJSON_Duplicate(st, 1);
+        if (!copy)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        if (cJSON_GetObjectItemCaseSensitive(db->steps, id))
+            cJSON_ReplaceItemInObjectCaseSensitive(db->steps, id, copy);
+        else
+            cJSON_AddItemToObject(db->steps, id, copy);
+    }
+    return OOMSCAN_OK;
+}
+
+/* One checklist step from its entry: "id" (the library's step), {"use": id, key: value...} (the
+ * library's step with those keys replaced, e.g. a phase's own "why"), or a whole step written in
+ * place. */
+static cJSON *resolve_step(const pdb *db, const cJSON *entry, const char **missing)
+{
+    const char *use = cJSON_IsString(entry) ? entry->valuestring : jstr(entry, "use");
+    if (!use)
+        return cJSON_Duplicate(entry, 1);
+    const cJSON *lib = cJSON_GetObjectItemCaseSensitive(db->steps, use);
+    if (!lib) {
+        *missing = use;
+        return NULL;
+    }
+    cJSON *st = cJSON_Duplicate(lib, 1);
+    const cJSON *kv;
+    if (st && cJSON_IsObject(entry))
+        cJSON_ArrayForEach(kv, entry)
+        {
+            if (strcmp(kv->string, "use") == 0)
+                continue;
+            cJSON *v = cJSON_Duplicate(kv, 1);
+            if (!v || !cJSON_ReplaceItemInObjectCaseSensitive(st, kv->string, v))
+                cJSON_AddItemToObject(st, kv->string, v);
+        }
+    return st;
+}
+
+/* Every checklist's steps taken from the library, so that later readers see whole steps. */
+static oomscan_status resolve_checklists(pdb *db, oomscan_diag *diag)
+{
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        pdb_checklist *c = &db->checklists[i];
+        cJSON_Delete(c->json);
+        if (!(c->json = cJSON_Duplicate(c->raw, 1)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
+        cJSON *steps = cJSON_CreateArray();
+        if (!steps)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
+        cJSON_ReplaceItemInObjectCaseSensitive(c->json, "steps", steps);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c->raw, "steps"))
+        {
+            const char *missing = NULL;
+            cJSON *st = resolve_step(db, e, &missing);
+            if (missing)
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, c->file, "%s: step \"%s\" is not in the step library "
+                                "(patterns/remediation/steps.json)", c->id, missing);
+            if (!st)
+                return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
+            cJSON_AddItemToArray(steps, st);
+        }
+    }
     return OOMSCAN_OK;
 }
 
@@ -556,9 +723,11 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
         st = load_checklist(db, doc, file, diag);
     else if (strcmp(format, "oomscan-xid/1") == 0)
         st = load_xids(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-steps/1") == 0)
+        st = load_steps(db, doc, file, diag);
     else
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
-                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -xid/1)", format);
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -xid/1)", format);
     cJSON_Delete(doc);
     return st;
 }
@@ -832,7 +1001,8 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
             return st;
     if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||
         (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
-        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = add_config_literals(db, diag)))
+        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = resolve_checklists(db, diag)) ||
+        (st = add_config_literals(db, diag)))
         return st;
     const char **texts = malloc(db->n_literals * sizeof *texts);
     if (!texts)
@@ -852,7 +1022,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
 static int applies_to(const pdb_checklist *c, tax_class cls, const char *phase)
 {
     const cJSON *a;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c->json, "applies"))
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c->raw, "applies"))
     {
         const char *ac = jstr(a, "class"), *ap = jstr(a, "phase");
         if (ac && ap && strcmp(ac, tax_class_name(cls)) == 0 && strcmp(ap, phase) == 0)

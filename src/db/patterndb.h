@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "match/prefilter.h"
+#include "match/prefilter.h" /* layering: the compiled database owns its literal prefilter */
 #include "base/status.h"
 #include "base/taxonomy.h"
 
@@ -60,9 +60,13 @@ typedef struct {
 
 typedef enum { FRAME_FUNC, FRAME_CODE, FRAME_PATH } pdb_frame_kind;
 
+/* Context rules keep their file and their "samples" / "not_samples" arrays (each {"line","source"})
+ * for --check-patterns; pdb_rule_name() names one in messages. */
 typedef struct {
     pdb_frame_kind kind;
     char *value;
+    char *file;
+    cJSON *samples, *not_samples;
     int phase;     /* tax_phase */
     int framework; /* tax_framework or -1 */
     int fallback;  /* 1 from "fallback_frames": used only when no ordinary rule matches any frame;
@@ -79,11 +83,15 @@ typedef struct {
     long reach;    /* "reach": speaks only for failures this many lines after it (0: until the next marker) */
     int late;      /* "late": true: printed after the failure it explains (Ray's memory table): names the
                     * phase of the failure just above it on the stream, within `reach` lines */
+    char *file;
+    cJSON *samples, *not_samples;
 } pdb_marker;
 
 typedef struct {
     char *literal;
     int framework;
+    char *file;
+    cJSON *samples, *not_samples;
     int in_path; /* 1: matched against traceback paths; 0: anywhere in a line */
 } pdb_fw_rule;
 
@@ -96,7 +104,8 @@ typedef struct {
 
 typedef struct {
     char *id, *file;
-    cJSON *json; /* the whole checklist document */
+    cJSON *raw;  /* the checklist document as loaded: steps may name the step library by id */
+    cJSON *json; /* the same with every step taken from the library (pdb_compile), or NULL before */
 } pdb_checklist;
 
 /* What a prefilter literal leads to. */
@@ -129,6 +138,7 @@ typedef struct pdb {
     pdb_checklist *checklists;
     size_t n_checklists;
     int class_phase[32]; /* phases.json "class_phases": a class's weak default phase (tax_phase), -1 none */
+    cJSON *steps; /* the step library (format oomscan-steps/1): an object, step id -> step */
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;
@@ -171,7 +181,18 @@ const pdb_checklist *pdb_checklist_by_id(const pdb *db, const char *id);
 /* The catalog entry for Xid `code`, or NULL when the catalog does not know it. */
 const pdb_xid *pdb_xid_lookup(const pdb *db, long code);
 
+/* A context rule's name for messages, as the data file spells it: `frames func "clip_grad_norm_"`,
+ * `markers "Before generate_sequences,"`, `rules "/verl/"`. */
+void pdb_frame_rule_name(const pdb_frame_rule *r, char *out, size_t cap);
+void pdb_marker_name(const pdb_marker *m, char *out, size_t cap);
+void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap);
+
 /* The unit declared for capture `name` of pattern `p`, or NULL. */
 const char *pdb_unit_for(const pdb_pattern *p, const char *name);
+
+/* The public handle (oomscan.h) is the database itself. */
+struct oomscan_db {
+    pdb *p;
+};
 
 #endif

@@ -1,13 +1,13 @@
-/* emit_json.c - the oomscan/1 JSON document (shared/spec/output.md) from a finished session.
- * Writers only read findings. */
+/* emit_json.c - the oomscan/1 JSON document (shared/spec/output.md) and its finding objects, from a
+ * result. Writers only read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "advice/remedy.h"
-#include "emit/report.h"
-#include "pipeline/session.h"
+#include "emit/emit.h"
+
 #include "base/timefmt.h"
+#include "emit/report.h"
 
 static cJSON *loc_json(const story_loc *l)
 {
@@ -55,32 +55,21 @@ static void add_str_or_num(cJSON *o, const char *key, const char *v)
         cJSON_AddStringToObject(o, key, v);
 }
 
-const char *session_scan_job(const struct oomscan_scan *s)
+cJSON *emit_finding_json(const result_finding *rf)
 {
-    return s->job_given[0] ? s->job_given : s->job_conflict ? "" : s->job_id;
-}
-
-const char *session_job_id(const struct oomscan_scan *s, const finding *f)
-{
-    return f->job_id[0] ? f->job_id : session_scan_job(s);
-}
-
-cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
-{
-    const finding *f = &s->st->f[i];
+    const finding *f = rf->f;
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     char title[320];
     report_title(f, title, sizeof title);
-    int fw = session_framework(s, f);
     cJSON_AddStringToObject(o, "id", f->id);
     cJSON_AddStringToObject(o, "class", tax_class_name(f->cls));
     cJSON_AddStringToObject(o, "phase", tax_phase_name(f->phase));
-    if (f->phase != PH_UNKNOWN) /* output.md 1.1: absent when the phase is unknown */
-        cJSON_AddStringToObject(o, "phase_confidence", f->phase_weak ? "weak" : "strong");
-    cJSON_AddStringToObject(o, "framework", tax_framework_name((tax_framework)fw));
-    cJSON_AddStringToObject(o, "role", f->is_root ? "root" : "consequence");
+    if (rf->phase_confidence)
+        cJSON_AddStringToObject(o, "phase_confidence", rf->phase_confidence);
+    cJSON_AddStringToObject(o, "framework", tax_framework_name(rf->framework));
+    cJSON_AddStringToObject(o, "role", rf->is_root ? "root" : "consequence");
     cJSON_AddStringToObject(o, "title", title);
     cJSON_AddStringToObject(o, "pattern", f->pattern->id);
     cJSON_AddItemToObject(o, "source", loc_json(&f->first));
@@ -88,10 +77,9 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     for (size_t k = 0; ev && k < f->n_evidence; k++)
         cJSON_AddItemToArray(ev, cJSON_CreateString(f->evidence[k]));
     cJSON_AddItemToObject(o, "memory", cJSON_Duplicate(f->memory, 1));
-    cJSON_AddItemToObject(o, "remediation", remedy_json_config(s->db->p, f, fw, s->st->config, session_job_id(s, f)));
-    cJSON *diag = remedy_diagnosis_json(f);
-    if (diag)
-        cJSON_AddItemToObject(o, "diagnosis", diag);
+    cJSON_AddItemToObject(o, "remediation", cJSON_Duplicate(rf->remediation, 1));
+    if (rf->diagnosis)
+        cJSON_AddItemToObject(o, "diagnosis", cJSON_Duplicate(rf->diagnosis, 1));
     /* additions beyond the stable core (docs/output.md) */
     if (f->phase_evidence)
         cJSON_AddStringToObject(o, "phase_evidence", f->phase_evidence);
@@ -104,7 +92,7 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     cJSON_AddItemToObject(o, "last", loc_json(&f->last));
     cJSON *ctx = cJSON_AddObjectToObject(o, "context");
     if (ctx) {
-        add_str_or_num(ctx, "job_id", session_job_id(s, f));
+        add_str_or_num(ctx, "job_id", rf->job);
         add_str_or_num(ctx, "host", f->host);
         add_str_or_num(ctx, "rank", f->rank);
         add_str_or_num(ctx, "local_rank", f->local_rank);
@@ -115,8 +103,8 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
             cJSON_AddStringToObject(ctx, "time", t);
         }
     }
-    if (f->caused_by >= 0)
-        cJSON_AddStringToObject(o, "caused_by", s->st->f[f->caused_by].id);
+    if (rf->caused_by)
+        cJSON_AddStringToObject(o, "caused_by", rf->caused_by);
     else
         cJSON_AddNullToObject(o, "caused_by");
     if (f->note)
@@ -124,7 +112,7 @@ cJSON *session_finding_json(const struct oomscan_scan *s, size_t i)
     return o;
 }
 
-cJSON *session_json(const struct oomscan_scan *s)
+cJSON *emit_json(const result *r)
 {
     cJSON *doc = cJSON_CreateObject();
     if (!doc)
@@ -134,36 +122,41 @@ cJSON *session_json(const struct oomscan_scan *s)
     cJSON_AddStringToObject(tool, "name", "oomscan");
     cJSON_AddStringToObject(tool, "version", OOMSCAN_VERSION);
     cJSON *inputs = cJSON_AddArrayToObject(doc, "inputs");
-    for (size_t i = 0; i < s->n_recs; i++) {
-        const input_record *r = &s->recs[i];
+    for (size_t i = 0; i < r->scan.n_inputs; i++) {
+        const input_record *in = &r->scan.inputs[i];
         cJSON *o = cJSON_CreateObject();
         char name[4096];
-        snprintf(name, sizeof name, "%s%s%s", r->path, r->member ? ":" : "", r->member ? r->member : "");
+        snprintf(name, sizeof name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "");
         cJSON_AddStringToObject(o, "path", name);
-        cJSON_AddStringToObject(o, "status", r->status == INPUT_OK ? "ok" : r->status == INPUT_PARTIAL ? "partial" : "error");
-        if (r->error)
-            cJSON_AddStringToObject(o, "error", r->error);
-        cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
-        cJSON_AddNumberToObject(o, "lines", (double)r->lines);
-        if (r->member)
-            cJSON_AddStringToObject(o, "member", r->member);
-        if (r->container)
-            cJSON_AddStringToObject(o, "container", r->container);
-        if (r->lines_cut)
-            cJSON_AddNumberToObject(o, "lines_cut", (double)r->lines_cut);
+        cJSON_AddStringToObject(o, "status", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error");
+        if (in->error)
+            cJSON_AddStringToObject(o, "error", in->error);
+        cJSON_AddNumberToObject(o, "bytes", (double)in->bytes);
+        cJSON_AddNumberToObject(o, "lines", (double)in->lines);
+        if (in->member)
+            cJSON_AddStringToObject(o, "member", in->member);
+        if (in->container)
+            cJSON_AddStringToObject(o, "container", in->container);
+        if (in->lines_cut)
+            cJSON_AddNumberToObject(o, "lines_cut", (double)in->lines_cut);
         cJSON_AddItemToArray(inputs, o);
     }
     cJSON *arr = cJSON_AddArrayToObject(doc, "findings");
-    size_t *order = malloc((s->st->n + 1) * sizeof *order);
-    if (!order) {
-        cJSON_Delete(doc);
-        return NULL;
-    }
-    story_order(s->st, order);
-    for (size_t i = 0; i < s->st->n; i++)
-        cJSON_AddItemToArray(arr, session_finding_json(s, order[i]));
-    free(order);
-    if (s->st->dropped)
-        cJSON_AddNumberToObject(doc, "findings_dropped", (double)s->st->dropped);
+    for (size_t k = 0; k < r->n; k++)
+        cJSON_AddItemToArray(arr, emit_finding_json(&r->items[k]));
+    if (r->scan.st->dropped)
+        cJSON_AddNumberToObject(doc, "findings_dropped", (double)r->scan.st->dropped);
     return doc;
+}
+
+oomscan_status emit_json_write(const result *r, oomscan_write_fn fn, void *ud)
+{
+    cJSON *doc = emit_json(r);
+    char *txt = doc ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!txt)
+        return OOMSCAN_ERR_NOMEM;
+    int bad = fn(ud, txt, strlen(txt)) != 0 || fn(ud, "\n", 1) != 0;
+    free(txt);
+    return bad ? OOMSCAN_ERR_IO : OOMSCAN_OK;
 }

@@ -1,13 +1,13 @@
 /* emit_text.c - the report a person reads: the root cause in one sentence, its diagnosis and first
- * steps, then the cascade counted by class and rank, then each input's summary. Writers only read. */
+ * steps, then the cascade counted by class and rank, then each input's summary, from a result.
+ * Writers only read. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "advice/remedy.h"
+#include "emit/emit.h"
 #include "emit/report.h"
-#include "pipeline/session.h"
 
 typedef struct {
     oomscan_write_fn fn;
@@ -56,15 +56,16 @@ static void xid_line(out *o, const finding *f)
     w(o, "  Xid %.0f: %s (%s)\n", x->valuedouble, meaning, hint);
 }
 
-static void sentence(out *o, const struct oomscan_scan *s, const finding *f)
+static void sentence(out *o, const result_finding *rf)
 {
+    const finding *f = rf->f;
     char loc[1200], nums[1024], what[1600];
     report_where(f, loc, sizeof loc);
     report_numbers(f, nums, sizeof nums);
     report_sentence(f, what, sizeof what);
-    int fw = session_framework(s, f);
+    tax_framework fw = rf->framework;
     w(o, "%s%sRoot cause:%s %s%s%s [%s, %s]\n", c_(o, BOLD), c_(o, RED), c_(o, RST), c_(o, BOLD), what, c_(o, RST),
-      tax_class_name(f->cls), fw != FW_UNKNOWN ? tax_framework_name((tax_framework)fw) : "framework unknown");
+      tax_class_name(f->cls), fw != FW_UNKNOWN ? tax_framework_name(fw) : "framework unknown");
     w(o, "  at %s", loc);
     if (f->occurrences > 1)
         w(o, ", seen %llu times", (unsigned long long)f->occurrences);
@@ -82,9 +83,9 @@ static void sentence(out *o, const struct oomscan_scan *s, const finding *f)
         w(o, "  note: %s\n", f->note);
 }
 
-static void advice(out *o, const struct oomscan_scan *s, const finding *f)
+static void advice(out *o, const result_finding *rf)
 {
-    cJSON *d = remedy_diagnosis_json(f);
+    const cJSON *d = rf->diagnosis;
     const cJSON *c;
     if (d) {
         w(o, "  %sDiagnosis:%s\n", c_(o, BOLD), c_(o, RST));
@@ -94,10 +95,8 @@ static void advice(out *o, const struct oomscan_scan *s, const finding *f)
             const cJSON *ar = cJSON_GetObjectItemCaseSensitive(c, "arithmetic");
             w(o, "    - %s (%s)\n", cJSON_IsString(what) ? what->valuestring : "", cJSON_IsString(ar) ? ar->valuestring : "");
         }
-        cJSON_Delete(d);
     }
-    int fw = session_framework(s, f);
-    cJSON *r = remedy_json_config(s->db->p, f, fw, s->st->config, session_job_id(s, f));
+    const cJSON *r = rf->remediation;
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(r, "steps");
     if (cJSON_GetArraySize(steps) > 0) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
@@ -114,41 +113,33 @@ static void advice(out *o, const struct oomscan_scan *s, const finding *f)
             const cJSON *set;
             cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
             {
-                const cJSON *k = cJSON_GetObjectItemCaseSensitive(set, "key");
-                if (!cJSON_IsString(k))
-                    continue;
-                /* the job's own value when the log printed it: "32 -> 16" */
-                char change[512];
-                report_setting_change(set, change, sizeof change);
-                w(o, "       %s: %s\n", k->valuestring, change);
+                /* as the user types it (advice/setting.h), "32 -> 16" when the log printed the value */
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
+                if (cJSON_IsString(t))
+                    w(o, "       %s\n", t->valuestring);
             }
         }
     }
-    cJSON_Delete(r);
 }
 
-oomscan_status session_write_text(const struct oomscan_scan *s, int color, int verbose, oomscan_write_fn fn, void *ud)
+oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_fn fn, void *ud)
 {
     out o = {fn, ud, 0, color};
-    const story *st = s->st;
-    size_t *order = malloc((st->n + 1) * sizeof *order);
-    if (!order)
-        return OOMSCAN_ERR_NOMEM;
-    story_order(st, order);
-    if (st->n == 0)
+    const story *st = r->scan.st;
+    if (r->n == 0)
         w(&o, "No failure found.\n");
     size_t roots = 0;
-    for (size_t i = 0; i < st->n; i++) {
-        const finding *f = &st->f[order[i]];
-        if (!f->is_root)
+    for (size_t i = 0; i < r->n; i++) {
+        const result_finding *rf = &r->items[i];
+        if (!rf->is_root)
             continue;
         if (roots++)
             w(&o, "\n");
-        sentence(&o, s, f);
-        advice(&o, s, f);
+        sentence(&o, rf);
+        advice(&o, rf);
         /* the cascade that follows from this root, counted by class */
         report_cascade_row rows[CLS__COUNT];
-        if (report_cascade(st, order[i], rows)) {
+        if (report_cascade(st, rf->index, rows)) {
             w(&o, "  %sThen, as consequences:%s\n", c_(&o, YEL), c_(&o, RST));
             for (int c = 0; c < CLS__COUNT; c++)
                 if (rows[c].findings)
@@ -157,10 +148,10 @@ oomscan_status session_write_text(const struct oomscan_scan *s, int color, int v
                       rows[c].ranks);
         }
     }
-    if (verbose && st->n > 0) {
+    if (verbose && r->n > 0) {
         w(&o, "\nAll findings:\n");
-        for (size_t i = 0; i < st->n; i++) {
-            const finding *f = &st->f[order[i]];
+        for (size_t i = 0; i < r->n; i++) {
+            const finding *f = r->items[i].f;
             char loc[1200], nums[1024];
             report_where(f, loc, sizeof loc);
             report_numbers(f, nums, sizeof nums);
@@ -172,22 +163,21 @@ oomscan_status session_write_text(const struct oomscan_scan *s, int color, int v
         }
     }
     w(&o, "\n");
-    for (size_t i = 0; i < s->n_recs; i++) {
-        const input_record *r = &s->recs[i];
+    for (size_t i = 0; i < r->scan.n_inputs; i++) {
+        const input_record *in = &r->scan.inputs[i];
         size_t nf = 0;
         for (size_t k = 0; k < st->n; k++) {
             const finding *f = &st->f[k];
-            if (strcmp(f->first.path, r->path) == 0 &&
-                ((!f->first.member && !r->member) || (f->first.member && r->member && strcmp(f->first.member, r->member) == 0)))
+            if (strcmp(f->first.path, in->path) == 0 &&
+                ((!f->first.member && !in->member) || (f->first.member && in->member && strcmp(f->first.member, in->member) == 0)))
                 nf++;
         }
-        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), r->path, r->member ? ":" : "",
-          r->member ? r->member : "", r->status == INPUT_OK ? "ok" : r->status == INPUT_PARTIAL ? "partial" : "error",
-          (unsigned long long)r->lines, (unsigned long long)r->bytes, nf, r->error ? " (" : "", r->error ? r->error : "",
-          r->error ? ")" : "");
+        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), in->path, in->member ? ":" : "",
+          in->member ? in->member : "", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error",
+          (unsigned long long)in->lines, (unsigned long long)in->bytes, nf, in->error ? " (" : "", in->error ? in->error : "",
+          in->error ? ")" : "");
         if (o.color)
             w(&o, "%s", RST);
     }
-    free(order);
     return o.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
 }

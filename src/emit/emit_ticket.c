@@ -1,16 +1,15 @@
 /* emit_ticket.c - the ticketing feed (docs/ticketing.md): one JSON object per line for each root
  * finding, with a title, a body a person reads in the tracker, labels, a severity and the fingerprint
  * as the dedup key; or the same wrapped as the request body of GitHub's or Jira's create-issue call.
- * The words come from report.c and remedy.c, so a ticket says what the text report says. Writers only
- * read findings. */
+ * The words come from report.c and the result (its advice asked once for every writer), so a ticket
+ * says what the text report says. Writers only read. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "advice/remedy.h"
+#include "emit/emit.h"
 #include "emit/report.h"
-#include "pipeline/session.h"
 
 /* Trackers cap titles (Jira: 255 characters); a cut title still starts with what failed. */
 #define TITLE_MAX 240
@@ -168,9 +167,10 @@ static void put_label(sbuf *b, const markup *m, const char *label)
     sb_printf(b, "%s%s%s:%s ", m->item, m->bold, label, m->bold);
 }
 
-static void put_facts(sbuf *b, const markup *m, const struct oomscan_scan *s, const finding *f, int fw)
+static void put_facts(sbuf *b, const markup *m, const result_finding *rf)
 {
-    const char *job = session_job_id(s, f);
+    const finding *f = rf->f;
+    const char *job = rf->job;
     if (job[0]) {
         put_label(b, m, "Job");
         put_code(b, m, job);
@@ -181,7 +181,7 @@ static void put_facts(sbuf *b, const markup *m, const struct oomscan_scan *s, co
     sb_printf(b, ", %sphase:%s ", m->bold, m->bold);
     put_code(b, m, tax_phase_name(f->phase));
     sb_printf(b, ", %sframework:%s ", m->bold, m->bold);
-    put_code(b, m, tax_framework_name((tax_framework)fw));
+    put_code(b, m, tax_framework_name(rf->framework));
     sb_printf(b, ", %sseverity:%s %s\n", m->bold, m->bold, severity_of(f));
     put_label(b, m, "Seen");
     sb_printf(b, "%llu time(s)", (unsigned long long)f->occurrences);
@@ -213,9 +213,9 @@ static void put_facts(sbuf *b, const markup *m, const struct oomscan_scan *s, co
     put_opt(b, m, "", f->note, "\n");
 }
 
-static void put_diagnosis(sbuf *b, const markup *m, const finding *f)
+static void put_diagnosis(sbuf *b, const markup *m, const result_finding *rf)
 {
-    cJSON *d = remedy_diagnosis_json(f);
+    const cJSON *d = rf->diagnosis;
     if (!d)
         return;
     put_heading(b, m, "Diagnosis");
@@ -226,7 +226,6 @@ static void put_diagnosis(sbuf *b, const markup *m, const finding *f)
         put_opt(b, m, " (", jstr(c, "arithmetic"), ")");
         sb_puts(b, "\n");
     }
-    cJSON_Delete(d);
 }
 
 static void put_evidence(sbuf *b, const markup *m, const finding *f)
@@ -255,14 +254,14 @@ static void put_evidence(sbuf *b, const markup *m, const finding *f)
     }
 }
 
-static void put_checklist(sbuf *b, const markup *m, const struct oomscan_scan *s, const finding *f, int fw)
+/* The checklist as the result states it, with the job's own values ("0.90 -> 0.95") where the log
+ * printed them: the same change the text report and the JSON propose. */
+static void put_checklist(sbuf *b, const markup *m, const result_finding *rf)
 {
-    cJSON *r = remedy_json(s->db->p, f, fw);
+    const cJSON *r = rf->remediation;
     const char *id = jstr(r, "id");
-    if (!id) {
-        cJSON_Delete(r);
+    if (!id)
         return;
-    }
     put_heading(b, m, "What to change");
     sb_puts(b, "Checklist ");
     put_code(b, m, id);
@@ -287,22 +286,19 @@ static void put_checklist(sbuf *b, const markup *m, const struct oomscan_scan *s
         const cJSON *set;
         cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
         {
-            if (!jstr(set, "key"))
+            if (!jstr(set, "text"))
                 continue;
-            char change[512];
-            report_setting_change(set, change, sizeof change);
             sb_puts(b, m->subitem);
-            put_code(b, m, jstr(set, "key"));
-            put_opt(b, m, ": ", change, "\n");
+            put_code(b, m, jstr(set, "text"));
+            sb_puts(b, "\n");
         }
     }
-    cJSON_Delete(r);
 }
 
-static void put_cascade(sbuf *b, const markup *m, const struct oomscan_scan *s, size_t root)
+static void put_cascade(sbuf *b, const markup *m, const story *st, size_t root)
 {
     report_cascade_row rows[CLS__COUNT];
-    size_t total = report_cascade(s->st, root, rows);
+    size_t total = report_cascade(st, root, rows);
     put_heading(b, m, "Cascade");
     if (!total) {
         sb_puts(b, "No consequence of this failure in the logs given.\n");
@@ -323,20 +319,20 @@ static void put_cascade(sbuf *b, const markup *m, const struct oomscan_scan *s, 
     }
 }
 
-static char *ticket_body(const struct oomscan_scan *s, size_t i, const markup *m, int fw)
+static char *ticket_body(const result *r, const result_finding *rf, const markup *m)
 {
-    const finding *f = &s->st->f[i];
+    const finding *f = rf->f;
     sbuf b = {0};
     char what[1600];
     report_sentence(f, what, sizeof what);
     sb_printf(&b, "%sRoot cause:%s ", m->bold, m->bold);
     put_text(&b, m, what);
     sb_puts(&b, ".\n\n");
-    put_facts(&b, m, s, f, fw);
-    put_diagnosis(&b, m, f);
+    put_facts(&b, m, rf);
+    put_diagnosis(&b, m, rf);
     put_evidence(&b, m, f);
-    put_checklist(&b, m, s, f, fw);
-    put_cascade(&b, m, s, i);
+    put_checklist(&b, m, rf);
+    put_cascade(&b, m, r->scan.st, rf->index);
     sb_printf(&b, "\n%s\n\nReported by oomscan %s. Dedup key: ", m->rule, OOMSCAN_VERSION);
     put_code(&b, m, f->id);
     sb_puts(&b, "\n");
@@ -347,7 +343,7 @@ static char *ticket_body(const struct oomscan_scan *s, size_t i, const markup *m
     return b.p;
 }
 
-static cJSON *labels_json(const finding *f, int fw)
+static cJSON *labels_json(const finding *f, tax_framework fw)
 {
     char l[96];
     cJSON *a = cJSON_CreateArray();
@@ -356,16 +352,16 @@ static cJSON *labels_json(const finding *f, int fw)
     cJSON_AddItemToArray(a, cJSON_CreateString(l));
     snprintf(l, sizeof l, "phase:%s", tax_phase_name(f->phase));
     cJSON_AddItemToArray(a, cJSON_CreateString(l));
-    snprintf(l, sizeof l, "framework:%s", tax_framework_name((tax_framework)fw));
+    snprintf(l, sizeof l, "framework:%s", tax_framework_name(fw));
     cJSON_AddItemToArray(a, cJSON_CreateString(l));
     return a;
 }
 
-static void ticket_title(const struct oomscan_scan *s, const finding *f, char *buf, size_t cap)
+static void ticket_title(const result_finding *rf, char *buf, size_t cap)
 {
     char t[TITLE_MAX + 1];
-    report_title(f, t, sizeof t);
-    const char *job = session_job_id(s, f);
+    report_title(rf->f, t, sizeof t);
+    const char *job = rf->job;
     if (job[0])
         snprintf(buf, cap, "%s (job %s)", t, job);
     else
@@ -381,13 +377,13 @@ static void ticket_title(const struct oomscan_scan *s, const finding *f, char *b
 }
 
 /* One ticket in the requested style, or NULL when out of memory. */
-static cJSON *ticket_json(const struct oomscan_scan *s, size_t i, const oomscan_output *out)
+static cJSON *ticket_json(const result *r, const result_finding *rf, const oomscan_output *out)
 {
-    const finding *f = &s->st->f[i];
-    int fw = session_framework(s, f);
+    const finding *f = rf->f;
+    tax_framework fw = rf->framework;
     char title[TITLE_MAX + 64];
-    ticket_title(s, f, title, sizeof title);
-    char *body = ticket_body(s, i, out->ticket_style == OOMSCAN_TICKET_JIRA ? &JIRA : &MD, fw);
+    ticket_title(rf, title, sizeof title);
+    char *body = ticket_body(r, rf, out->ticket_style == OOMSCAN_TICKET_JIRA ? &JIRA : &MD);
     if (!body)
         return NULL;
     cJSON *o = cJSON_CreateObject();
@@ -412,7 +408,7 @@ static cJSON *ticket_json(const struct oomscan_scan *s, size_t i, const oomscan_
         cJSON_AddItemToArray(labels, cJSON_CreateString(key));
         cJSON_AddItemToObject(fields, "labels", labels);
     } else {
-        const char *job = session_job_id(s, f);
+        const char *job = rf->job;
         cJSON_AddStringToObject(o, "dedup_key", f->id);
         cJSON_AddStringToObject(o, "title", title);
         cJSON_AddStringToObject(o, "body", body);
@@ -423,26 +419,21 @@ static cJSON *ticket_json(const struct oomscan_scan *s, size_t i, const oomscan_
         else
             cJSON_AddNullToObject(o, "job_id");
         report_cascade_row rows[CLS__COUNT];
-        cJSON_AddNumberToObject(o, "consequences", (double)report_cascade(s->st, i, rows));
+        cJSON_AddNumberToObject(o, "consequences", (double)report_cascade(r->scan.st, rf->index, rows));
     }
     free(body);
     return o;
 }
 
-oomscan_status session_write_tickets(const struct oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn,
-                                     void *ud)
+oomscan_status emit_tickets(const result *r, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
     if (out->ticket_style == OOMSCAN_TICKET_JIRA && (!out->jira_project || !out->jira_project[0]))
         return OOMSCAN_ERR_USAGE;
-    size_t *order = malloc((s->st->n + 1) * sizeof *order);
-    if (!order)
-        return OOMSCAN_ERR_NOMEM;
-    story_order(s->st, order);
     oomscan_status st = OOMSCAN_OK;
-    for (size_t k = 0; k < s->st->n && !st; k++) {
-        if (!s->st->f[order[k]].is_root)
+    for (size_t k = 0; k < r->n && !st; k++) {
+        if (!r->items[k].is_root)
             continue;
-        cJSON *t = ticket_json(s, order[k], out);
+        cJSON *t = ticket_json(r, &r->items[k], out);
         char *txt = t ? cJSON_PrintUnformatted(t) : NULL;
         cJSON_Delete(t);
         if (!txt) {
@@ -453,6 +444,5 @@ oomscan_status session_write_tickets(const struct oomscan_scan *s, const oomscan
             st = OOMSCAN_ERR_IO;
         free(txt);
     }
-    free(order);
     return st;
 }

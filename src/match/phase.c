@@ -44,6 +44,8 @@ struct phase_state {
     uint64_t marker_line;
     int weak_marker;     /* last weak marker index, -1 none: kept apart so that it never hides a strong one */
     uint64_t weak_marker_line;
+    int late_marker;     /* last late marker (scan.c acts on it for the failure above); never decides here */
+    uint64_t late_marker_line;
     uint32_t votes[FW__COUNT];
 };
 
@@ -54,6 +56,7 @@ phase_state *phase_new(const pdb *db)
         ps->db = db;
         ps->marker = -1;
         ps->weak_marker = -1;
+        ps->late_marker = -1;
     }
     return ps;
 }
@@ -67,6 +70,8 @@ void phase_reset_source(phase_state *ps)
     ps->marker_line = 0;
     ps->weak_marker = -1;
     ps->weak_marker_line = 0;
+    ps->late_marker = -1;
+    ps->late_marker_line = 0;
 }
 
 static tb_slot *slot_for(phase_state *ps, const char *key, int create)
@@ -133,6 +138,53 @@ static int contains(const char *hay, size_t n, const char *needle)
     return 0;
 }
 
+int phase_frame_rule(const pdb *db, const char *path, size_t path_len, const char *func, size_t func_len,
+                     const char *code, size_t code_len, int *fallback)
+{
+    /* code beats func beats path: the code line names the very call (loss.backward()). */
+    int best = -1, best_rank = -1, best_fb = -1, weak = -1;
+    *fallback = -1;
+    for (size_t i = 0; i < db->n_frames; i++) {
+        const pdb_frame_rule *r = &db->frames[i];
+        int hit = 0, rank = 0;
+        if (r->kind == FRAME_CODE) {
+            hit = code && contains(code, code_len, r->value);
+            rank = 3;
+        } else if (r->kind == FRAME_FUNC) {
+            hit = func && strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0;
+            rank = 2;
+        } else {
+            hit = path && contains(path, path_len, r->value);
+            rank = 1;
+        }
+        if (hit && r->fallback == 2) {
+            if (weak < 0)
+                weak = (int)i; /* weak rules: the first listed wins (engine paths before a model's forward) */
+        } else if (hit && r->fallback && rank > best_fb) {
+            best_fb = rank;
+            *fallback = (int)i;
+        } else if (hit && !r->fallback && rank > best_rank) {
+            best_rank = rank;
+            best = (int)i;
+        }
+    }
+    if (*fallback < 0)
+        *fallback = weak; /* a weak rule, reported only where no fallback rule hits (see phase_frame) */
+    return best;
+}
+
+int phase_path_framework(const pdb *db, const char *path, size_t path_len)
+{
+    int best = -1;
+    for (size_t i = 0; i < db->n_fw_rules; i++)
+        if (db->fw_rules[i].in_path && contains(path, path_len, db->fw_rules[i].literal)) {
+            int fw = db->fw_rules[i].framework;
+            if (best < 0 || tax_framework_rank((tax_framework)fw) > tax_framework_rank((tax_framework)best))
+                best = fw;
+        }
+    return best;
+}
+
 void phase_frame(phase_state *ps, const char *key, const char *path, size_t path_len, const char *func,
                  size_t func_len, const char *code, size_t code_len, uint64_t line)
 {
@@ -149,40 +201,26 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
     while (base > 0 && path[base - 1] != '/' && path[base - 1] != '\\')
         base--;
     snprintf(f->file, sizeof f->file, "%.*s", (int)((path_len - base) < 95 ? path_len - base : 95), path + base);
-    /* code beats func beats path: the code line names the very call (loss.backward()). */
-    int best_rank = -1, best_fb = -1;
-    f->fallback = -1;
+    f->rule = phase_frame_rule(db, path, path_len, func, func_len, code, code_len, &f->fallback);
+    f->fw = phase_path_framework(db, path, path_len);
+    /* phase_frame_rule reports a weak rule in place of a missing fallback (for --check-patterns):
+     * keep them apart here, since a weak rule decides only after everything else */
     f->weak = -1;
-    for (size_t i = 0; i < db->n_frames; i++) {
-        const pdb_frame_rule *r = &db->frames[i];
-        int hit = 0, rank = 0;
-        if (r->kind == FRAME_CODE) {
-            hit = code && contains(code, code_len, r->value);
-            rank = 3;
-        } else if (r->kind == FRAME_FUNC) {
-            hit = strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0;
-            rank = 2;
-        } else {
-            hit = contains(path, path_len, r->value);
-            rank = 1;
-        }
-        if (hit && r->fallback == 2) {
-            if (f->weak < 0)
-                f->weak = (int)i; /* weak rules: the first listed wins (engine paths before forward) */
-        } else if (hit && r->fallback && rank > best_fb) {
-            best_fb = rank;
-            f->fallback = (int)i;
-        } else if (hit && !r->fallback && rank > best_rank) {
-            best_rank = rank;
-            f->rule = (int)i;
+    if (f->fallback >= 0 && db->frames[f->fallback].fallback == 2) {
+        f->weak = f->fallback;
+        f->fallback = -1;
+    } else if (f->fallback >= 0) {
+        for (size_t i = 0; i < db->n_frames && f->weak < 0; i++) {
+            const pdb_frame_rule *r = &db->frames[i];
+            if (r->fallback != 2)
+                continue;
+            int hit = r->kind == FRAME_CODE   ? code && contains(code, code_len, r->value)
+                      : r->kind == FRAME_FUNC ? strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0
+                                              : contains(path, path_len, r->value);
+            if (hit)
+                f->weak = (int)i;
         }
     }
-    for (size_t i = 0; i < db->n_fw_rules; i++)
-        if (db->fw_rules[i].in_path && contains(path, path_len, db->fw_rules[i].literal)) {
-            int fw = db->fw_rules[i].framework;
-            if (f->fw < 0 || tax_framework_rank((tax_framework)fw) > tax_framework_rank((tax_framework)f->fw))
-                f->fw = fw;
-        }
     if (f->fw >= 0)
         ps->votes[f->fw]++;
     if (s->other)
@@ -206,7 +244,10 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
 
 void phase_marker(phase_state *ps, size_t marker, uint64_t line)
 {
-    if (ps->db->markers[marker].weak) {
+    if (ps->db->markers[marker].late) {
+        ps->late_marker = (int)marker;
+        ps->late_marker_line = line;
+    } else if (ps->db->markers[marker].weak) {
         ps->weak_marker = (int)marker;
         ps->weak_marker_line = line;
     } else {
@@ -356,6 +397,12 @@ const uint32_t *phase_framework_votes(const phase_state *ps) { return ps->votes;
 
 int phase_last_marker(const phase_state *ps, uint64_t *line)
 {
+    /* the latest of the three slots (a weak or late marker saved by --state goes back to its slot) */
+    int m = ps->marker;
     *line = ps->marker_line;
-    return ps->marker;
+    if (ps->weak_marker >= 0 && (m < 0 || ps->weak_marker_line > *line))
+        m = ps->weak_marker, *line = ps->weak_marker_line;
+    if (ps->late_marker >= 0 && (m < 0 || ps->late_marker_line > *line))
+        m = ps->late_marker, *line = ps->late_marker_line;
+    return m;
 }

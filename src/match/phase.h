@@ -35,6 +35,15 @@ void phase_stack_header(phase_state *ps, const char *key, const char *text, size
 void phase_frame(phase_state *ps, const char *key, const char *path, size_t path_len, const char *func,
                  size_t func_len, const char *code, size_t code_len, uint64_t line);
 
+/* The frame rules a frame matches (any of path, func, code may be NULL): the index into db->frames
+ * of the ordinary rule that decides for it (-1 none), and in *fallback the fallback rule's (-1 none).
+ * Code rules beat func rules beat path rules; among equals the first in the data wins. */
+int phase_frame_rule(const pdb *db, const char *path, size_t path_len, const char *func, size_t func_len,
+                     const char *code, size_t code_len, int *fallback);
+
+/* The framework a traceback path tells (the highest-ranked "path" framework rule it holds), or -1. */
+int phase_path_framework(const pdb *db, const char *path, size_t path_len);
+
 /* A progress marker (index into db->markers) seen at `line`. */
 void phase_marker(phase_state *ps, size_t marker, uint64_t line);
 

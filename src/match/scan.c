@@ -342,17 +342,18 @@ static void stream_key(const line_ctx *c, const scan_source *src, char *key, siz
     key[n + 1] = '\0';
 }
 
-static void handle_frame(scanner *sc, const char *key, const char *msg, size_t n, size_t line_end, uint64_t line)
+int scan_parse_frame(const char *msg, size_t n, const char **path, size_t *path_len, const char **func,
+                     size_t *func_len)
 {
     /* File "PATH", line N, in FUNC */
     const char *p = memchr(msg, '"', n);
     if (!p)
-        return;
-    const char *path = p + 1;
-    const char *q = memchr(path, '"', n - (size_t)(path - msg));
+        return 0;
+    *path = p + 1;
+    const char *q = memchr(*path, '"', n - (size_t)(*path - msg));
     if (!q)
-        return;
-    size_t path_len = (size_t)(q - path);
+        return 0;
+    *path_len = (size_t)(q - *path);
     const char *in = NULL;
     for (const char *r = q; r + 4 <= msg + n; r++)
         if (memcmp(r, " in ", 4) == 0 && (r[-1] == ',' || isdigit((unsigned char)r[-1]) || r[-1] == '?')) {
@@ -360,10 +361,20 @@ static void handle_frame(scanner *sc, const char *key, const char *msg, size_t n
             break;
         }
     if (!in)
+        return 0;
+    *func = in;
+    *func_len = 0;
+    while (in + *func_len < msg + n && !isspace((unsigned char)in[*func_len]))
+        ++*func_len;
+    return 1;
+}
+
+static void handle_frame(scanner *sc, const char *key, const char *msg, size_t n, size_t line_end, uint64_t line)
+{
+    const char *path, *in;
+    size_t path_len, func_len;
+    if (!scan_parse_frame(msg, n, &path, &path_len, &in, &func_len))
         return;
-    size_t func_len = 0;
-    while (in + func_len < msg + n && !isspace((unsigned char)in[func_len]))
-        func_len++;
     /* The code line is printed under the frame. */
     const char *code = NULL;
     size_t code_len = 0, ns, ne;
@@ -493,8 +504,7 @@ static void process_line(scanner *sc)
             case LIT_MARKER:
                 if (db->markers[tg->index].late)
                     late_marker(sc, key, tg->index, msg, msg_len, line);
-                else
-                    phase_marker(sc->ps, tg->index, line);
+                phase_marker(sc->ps, tg->index, line); /* a late one only goes to its own slot */
                 break;
             case LIT_FRAMEWORK:
                 phase_framework_vote(sc->ps, db->fw_rules[tg->index].framework);

@@ -16,7 +16,7 @@
 
 #include "db/patterndb.h"
 #include "match/phase.h"
-#include "story/story.h"
+#include "story/story.h" /* layering: the scanner hands each failure line to the story (story_event) */
 #include "base/timefmt.h"
 
 #define SCAN_LINE_CAP (1u << 20)
@@ -68,6 +68,11 @@ void scan_source_from_name(scan_source *src);
  * of the scan: it is reported in `res->read_error` and what was read before is kept. */
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
                            story *st, scan_result *res, scan_progress_fn progress, void *progress_ud);
+
+/* Read a traceback frame line (`File "PATH", line N, in FUNC`, or faulthandler's `line N in FUNC`),
+ * prefixes already stripped: 1 with views of its path and function into msg, 0 if it is none. */
+int scan_parse_frame(const char *msg, size_t n, const char **path, size_t *path_len, const char **func,
+                     size_t *func_len);
 
 /* Count line terminators (\n, \r\n as one, bare \r) in p[0..n). A \r at p[n-1] counts as one. */
 uint64_t scan_count_lines(const unsigned char *p, size_t n);

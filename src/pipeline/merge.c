@@ -280,12 +280,7 @@ size_t merge_scan_into(struct oomscan_scan *s, const cJSON *scan)
     }
     /* the same rule as merging inputs of one scan: the first job named, a conflict if another differs */
     const char *job = str_of(scan, "job_id"), *given = str_of(scan, "job_given");
-    if (job && *job) {
-        if (!s->job_id[0])
-            snprintf(s->job_id, sizeof s->job_id, "%s", job);
-        else if (strcmp(s->job_id, job) != 0)
-            s->job_conflict = 1;
-    }
+    session_note_job(s->job_id, &s->job_conflict, job);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(scan, "job_conflict")))
         s->job_conflict = 1;
     if (given && *given && !s->job_given[0])
@@ -326,33 +321,17 @@ static int cmp_birth(const void *a, const void *b)
 static int add_input(struct oomscan_scan *s, const char *path, const char *error, uint64_t bytes, uint64_t lines,
                      int partial)
 {
-    input_record *g = realloc(s->recs, (s->n_recs + 1) * sizeof *g);
-    if (!g)
+    input_record *r = session_add_record(&s->recs, &s->n_recs, path, NULL);
+    if (!r)
         return -1;
-    s->recs = g;
-    input_record *r = &g[s->n_recs];
-    memset(r, 0, sizeof *r);
-    r->path = strdup(path);
     r->container = strdup("ndjson");
     r->status = !error ? INPUT_OK : partial ? INPUT_PARTIAL : INPUT_ERROR;
     r->error = error ? strdup(error) : NULL;
     r->bytes = bytes;
     r->lines = lines;
-    s->n_recs++;
-    if (error) {
-        size_t len = strlen(path) + strlen(error) + 4;
-        char *msg = malloc(len);
-        char **eg = realloc(s->errors, (s->n_errors + 1) * sizeof *eg);
-        if (eg)
-            s->errors = eg;
-        if (!msg || !eg) {
-            free(msg);
-            return -1;
-        }
-        snprintf(msg, len, "%s: %s", path, error);
-        s->errors[s->n_errors++] = msg;
-    }
-    return r->path && r->container ? 0 : -1;
+    if (!r->container || (error && !r->error))
+        return -1;
+    return error ? session_add_error(s, r) : 0;
 }
 
 /* One NDJSON file: the last record per id wins (an update replaces the finding it updates). */

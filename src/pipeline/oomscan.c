@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "advice/remedy.h"
+#include "emit/emit.h"
 #include "input/input.h"
 #include "match/phase.h"
 #include "match/scan.h"
@@ -77,6 +79,14 @@ size_t oomscan_db_checklist_count(const oomscan_db *db) { return db->p->n_checkl
 const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i) { return db->p->checklists[i].id; }
 
 const char *oomscan_gzip_backend(void) { return input_gzip_backend(); }
+
+oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud, oomscan_diag *diag)
+{
+    const pdb_checklist *c = pdb_checklist_by_id(db->p, id);
+    if (!c)
+        return diag_set(diag, OOMSCAN_ERR_USAGE, id, "no checklist with this id (see oomscan --explain list)");
+    return remedy_markdown(c, fn, ud) == 0 ? OOMSCAN_OK : diag_set(diag, OOMSCAN_ERR_IO, id, "write failed");
+}
 
 /* ---- scan ---------------------------------------------------------------------------------- */
 
@@ -233,40 +243,11 @@ static void progress_cb(void *ud, uint64_t bytes)
         c->s->opt.on_progress(c->s->opt.ud, bytes);
 }
 
-input_record *session_add_record(scan_unit *u, const char *path, const char *member)
-{
-    input_record *g = realloc(u->recs, (u->n_recs + 1) * sizeof *g);
-    if (!g)
-        return NULL;
-    u->recs = g;
-    input_record *r = &g[u->n_recs];
-    memset(r, 0, sizeof *r);
-    r->path = strdup(path);
-    r->member = member ? strdup(member) : NULL;
-    if (!r->path || (member && !r->member)) {
-        free(r->path);
-        free(r->member);
-        return NULL;
-    }
-    u->n_recs++;
-    return r;
-}
-
-void session_note_job(scan_unit *u, const char *job)
-{
-    if (!job[0])
-        return;
-    if (!u->job_id[0])
-        snprintf(u->job_id, sizeof u->job_id, "%s", job);
-    else if (strcmp(u->job_id, job) != 0)
-        u->job_conflict = 1;
-}
-
 static int on_source(void *ud, const input_source_info *info, input_stream *stream)
 {
     unit_ctx *c = ud;
     scan_unit *u = c->u;
-    input_record *r = session_add_record(u, info->path, info->member);
+    input_record *r = session_add_record(&u->recs, &u->n_recs, info->path, info->member);
     if (!r) {
         u->status = OOMSCAN_ERR_NOMEM;
         return 1;
@@ -274,7 +255,7 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     r->container = info->container ? strdup(info->container) : NULL;
     scan_source src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)};
     scan_source_from_name(&src);
-    session_note_job(u, src.job_id);
+    session_note_job(u->job_id, &u->job_conflict, src.job_id);
     phase_reset_source(c->ps);
     scan_result res;
     oomscan_status st = scanner_run(c->sc, read_stream, stream, &src, c->ps, u->st, &res, progress_cb, c);
@@ -305,7 +286,7 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     oomscan_status st = input_open_path(u->path, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
         const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
-        input_record *r = session_add_record(u, name, NULL);
+        input_record *r = session_add_record(&u->recs, &u->n_recs, name, NULL);
         if (r) {
             r->status = INPUT_ERROR;
             r->error = strdup(d.msg[0] ? d.msg : status_name(st));
@@ -326,12 +307,7 @@ static void merge_unit(oomscan_scan *s, size_t i)
         u->status = OOMSCAN_ERR_NOMEM;
     for (int f = 0; f < FW__COUNT; f++)
         s->votes[f] += u->votes[f];
-    if (u->job_id[0]) {
-        if (!s->job_id[0])
-            snprintf(s->job_id, sizeof s->job_id, "%s", u->job_id);
-        else if (strcmp(s->job_id, u->job_id) != 0)
-            s->job_conflict = 1;
-    }
+    session_note_job(s->job_id, &s->job_conflict, u->job_id);
     s->job_conflict |= u->job_conflict;
     input_record *g = realloc(s->recs, (s->n_recs + u->n_recs) * sizeof *g);
     if (!g) {
@@ -341,21 +317,8 @@ static void merge_unit(oomscan_scan *s, size_t i)
     s->recs = g;
     for (size_t k = 0; k < u->n_recs; k++) {
         input_record *r = &u->recs[k];
-        if (r->status != INPUT_OK) {
-            size_t len = strlen(r->path) + (r->member ? strlen(r->member) + 1 : 0) + strlen(r->error ? r->error : "") + 4;
-            char *msg = malloc(len);
-            char **eg = realloc(s->errors, (s->n_errors + 1) * sizeof *eg);
-            if (msg && eg) {
-                snprintf(msg, len, "%s%s%s: %s", r->path, r->member ? ":" : "", r->member ? r->member : "",
-                         r->error ? r->error : "error");
-                s->errors = eg;
-                s->errors[s->n_errors++] = msg;
-            } else {
-                free(msg);
-                if (eg)
-                    s->errors = eg;
-            }
-        }
+        if (r->status != INPUT_OK && session_add_error(s, r) != 0)
+            u->status = OOMSCAN_ERR_NOMEM;
         s->recs[s->n_recs++] = *r;
     }
     free(u->recs);
@@ -496,74 +459,34 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
 size_t oomscan_scan_input_errors(const oomscan_scan *s) { return s->n_errors; }
 const char *oomscan_scan_input_error(const oomscan_scan *s, size_t i) { return i < s->n_errors ? s->errors[i] : NULL; }
 
-static void finish(oomscan_scan *s)
-{
-    story_finish(s->st, session_scan_job(s));
-}
-
-void session_finish(oomscan_scan *s) { finish(s); }
-
 size_t oomscan_scan_finding_count(const oomscan_scan *s)
 {
-    finish((oomscan_scan *)s);
+    session_finish((oomscan_scan *)s);
     return s->st->n;
 }
 
-int session_framework(const oomscan_scan *s, const finding *f)
-{
-    int best = FW_UNKNOWN;
-    for (int k = 0; k < FW__COUNT; k++) {
-        if (k == FW_UNKNOWN || !s->votes[k])
-            continue;
-        if (best == FW_UNKNOWN || tax_framework_rank((tax_framework)k) > tax_framework_rank((tax_framework)best) ||
-            (tax_framework_rank((tax_framework)k) == tax_framework_rank((tax_framework)best) && s->votes[k] > s->votes[best]))
-            best = k;
-    }
-    int own = f->framework >= 0 ? f->framework : (f->pattern->engine >= 0 ? f->pattern->engine : FW_UNKNOWN);
-    if (own != FW_UNKNOWN && tax_framework_rank((tax_framework)own) >= tax_framework_rank((tax_framework)best))
-        return own;
-    return best;
-}
-
 /* ---- output -------------------------------------------------------------------------------- */
-
-typedef struct {
-    oomscan_write_fn fn;
-    void *ud;
-    int failed;
-} sink;
-
-static int put(sink *k, const char *s, size_t n)
-{
-    if (k->failed)
-        return -1;
-    if (k->fn(k->ud, s, n) != 0)
-        k->failed = 1;
-    return k->failed ? -1 : 0;
-}
 
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn fn, void *ud)
 {
     return stream_emit(s, NULL, NULL, 0, fn, ud);
 }
 
+/* Resolve the result once and hand it to the writer asked for; NDJSON is written by stream.c, which
+ * resolves only the findings that changed since the last record. */
 oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
-    finish(s);
+    session_finish(s);
     if (out->format == OOMSCAN_FMT_NDJSON)
         return oomscan_scan_write_ndjson_delta(s, fn, ud);
-    if (out->format == OOMSCAN_FMT_TEXT)
-        return session_write_text(s, out->color, out->verbose, fn, ud);
-    if (out->format == OOMSCAN_FMT_TICKET)
-        return session_write_tickets(s, out, fn, ud);
-    cJSON *doc = session_json(s);
-    char *txt = doc ? cJSON_Print(doc) : NULL;
-    cJSON_Delete(doc);
-    if (!txt)
+    result_scan view;
+    session_result_scan(s, &view);
+    result *r = result_new(&view);
+    if (!r)
         return OOMSCAN_ERR_NOMEM;
-    sink k = {fn, ud, 0};
-    put(&k, txt, strlen(txt));
-    put(&k, "\n", 1);
-    free(txt);
-    return k.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+    oomscan_status st = out->format == OOMSCAN_FMT_TEXT     ? emit_text(r, out->color, out->verbose, fn, ud)
+                        : out->format == OOMSCAN_FMT_TICKET ? emit_tickets(r, out, fn, ud)
+                                                            : emit_json_write(r, fn, ud);
+    result_free(r);
+    return st;
 }

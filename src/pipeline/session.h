@@ -1,8 +1,8 @@
-/* session.h - the state of one oomscan_scan, shared by the scan driver (oomscan.c) and the emitters.
- * Internal: not part of the public API.
+/* session.h - the state of one oomscan_scan, shared by the pipeline: the scan driver (oomscan.c), the
+ * live stream (stream.c), --state (state.c) and merge (merge.c). Writers never see it: they read a
+ * result (result/result.h) built from it. Internal: not part of the public API.
  *
- * Ownership: the session owns its units, input records, merged story and error strings. Emitters only
- * read it (NDJSON streaming also updates each finding's written_version). */
+ * Ownership: the session owns its units, input records, merged story and error strings. */
 #ifndef OOMSCAN_SESSION_H
 #define OOMSCAN_SESSION_H
 
@@ -11,25 +11,10 @@
 #include <stdint.h>
 
 #include "oomscan.h"
-#include "db/patterndb.h"
-#include "story/story.h"
 #include "base/taxonomy.h"
-
-struct oomscan_db {
-    pdb *p;
-};
-
-typedef enum { INPUT_OK, INPUT_PARTIAL, INPUT_ERROR } input_status;
-
-/* One source that was read (a file, an archive member) or could not be. */
-typedef struct {
-    char *path;
-    char *member;    /* NULL outside archives */
-    char *container; /* "text", "gzip", "tar+gzip", ... or NULL when it could not be opened */
-    input_status status;
-    char *error;     /* reason when not ok */
-    uint64_t bytes, lines, lines_cut;
-} input_record;
+#include "db/patterndb.h"
+#include "result/result.h"
+#include "story/story.h"
 
 /* One top-level input after directory expansion, scanned by one worker. */
 typedef struct {
@@ -72,34 +57,25 @@ struct oomscan_scan {
     int split_scan; /* cores to spare (at least two per worker): each worker's scanner takes a helper */
 };
 
-/* Append an input record (path and member copied) to `u`; NULL when out of memory. */
-input_record *session_add_record(scan_unit *u, const char *path, const char *member);
+/* Append an input record (path and member copied, everything else zero) to recs/n; NULL when out of
+ * memory (nothing appended). */
+input_record *session_add_record(input_record **recs, size_t *n, const char *path, const char *member);
 
-/* Take `job` (may be empty) as the unit's job id; a second, different one marks a conflict. */
-void session_note_job(scan_unit *u, const char *job);
+/* Record in `s` that input record `r` was not read cleanly: "path[:member]: reason" in the error list.
+ * Returns 0, -1 out of memory. */
+int session_add_error(struct oomscan_scan *s, const input_record *r);
 
-/* The framework of a finding: its own (from its traceback) or the scan's, the RL one winning. */
-int session_framework(const struct oomscan_scan *s, const finding *f);
+/* The job rule, one place for every input, unit, stream and merged run: the first job named is taken
+ * into job[32]; a second, different one sets *conflict. An empty `name` changes nothing. */
+void session_note_job(char job[32], int *conflict, const char *name);
 
 /* Compute ids and roles of everything found so far (idempotent; call before reading findings). */
 void session_finish(struct oomscan_scan *s);
 
-/* The whole result as a JSON document (oomscan/1), or one finding as its JSON object. */
-cJSON *session_json(const struct oomscan_scan *s);
-cJSON *session_finding_json(const struct oomscan_scan *s, size_t i);
-
 /* The scan-wide job: the one given in the options, else the one every input's name agrees on, else "". */
 const char *session_scan_job(const struct oomscan_scan *s);
 
-/* The job a finding belongs to: its own (from its file name or message), else the scan's; "" if none. */
-const char *session_job_id(const struct oomscan_scan *s, const finding *f);
-
-/* Tickets (OOMSCAN_FMT_TICKET): one JSON object per line per root finding, in report order. */
-oomscan_status session_write_tickets(const struct oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn,
-                                     void *ud);
-
-/* The text report. */
-oomscan_status session_write_text(const struct oomscan_scan *s, int color, int verbose, oomscan_write_fn fn,
-                                  void *ud);
+/* The view a result is built from (session_finish() first). Borrowed from `s`. */
+void session_result_scan(const struct oomscan_scan *s, result_scan *out);
 
 #endif

@@ -400,7 +400,7 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
     scan_unit *u = &s->units[i];
     if (in->mode == MODE_NONE)
         return 0;
-    input_record *rec = session_add_record(u, u->path, NULL);
+    input_record *rec = session_add_record(&u->recs, &u->n_recs, u->path, NULL);
     if (rec && !(rec->container = strdup("text")))
         rec = NULL; /* the record stays counted and is freed with the unit */
     if (!rec) {
@@ -423,7 +423,7 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
     uint64_t end = last_line_end(fd, start, size);
     scan_source src = {.path = u->path, .input = i};
     scan_source_from_name(&src);
-    session_note_job(u, src.job_id);
+    session_note_job(u->job_id, &u->job_conflict, src.job_id);
     uint32_t before[FW__COUNT] = {0};
     scan_result res = {0}, ctx_res = {0};
     range_rd rd = {.fd = fd};

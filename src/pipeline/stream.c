@@ -16,9 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pipeline/merge.h"
-#include "match/scan.h"
 #include "base/status.h"
+#include "emit/emit.h"
+#include "match/scan.h"
+#include "pipeline/merge.h"
 
 #define LIVE_READ (64u * 1024u)  /* one read from a live stream */
 #define COMPLETE_LINES 48        /* lines after a finding's last line: no second wording can join it
@@ -127,11 +128,18 @@ static uint64_t fnv(const char *p, uint64_t h)
     return h;
 }
 
-/* What a consumer sees: the finding object plus the keys a reducer groups by. */
+/* What a consumer sees: the finding object (resolved by the result, advice included) plus the keys a
+ * reducer groups by. */
 static cJSON *visible_json(const struct oomscan_scan *s, size_t i)
 {
     const finding *f = &s->st->f[i];
-    cJSON *j = session_finding_json(s, i);
+    result_scan view;
+    result_finding rf;
+    session_result_scan(s, &view);
+    if (result_finding_init(&rf, &view, i, 1) != 0)
+        return NULL;
+    cJSON *j = emit_finding_json(&rf);
+    result_finding_clear(&rf);
     if (!j)
         return NULL;
     cJSON_AddStringToObject(j, "group", f->group);
@@ -155,7 +163,7 @@ static uint64_t signature(const struct oomscan_scan *s, const finding *f)
     h = (h ^ f->version) * 0x100000001b3ULL;
     h = (h ^ (uint64_t)f->is_root) * 0x100000001b3ULL;
     h = (h ^ (uint64_t)(f->caused_by + 2)) * 0x100000001b3ULL;
-    h = (h ^ (uint64_t)session_framework(s, f)) * 0x100000001b3ULL;
+    h = (h ^ (uint64_t)result_framework(s->votes, f)) * 0x100000001b3ULL;
     h = (h ^ (uint64_t)(uintptr_t)f->note) * 0x100000001b3ULL;
     if (f->caused_by >= 0)
         h = fnv(s->st->f[f->caused_by].id, h);
@@ -425,35 +433,19 @@ static ssize_t live_read(void *ud, void *buf, size_t cap)
 
 static input_record *live_rec(oomscan_scan *s, const char *name)
 {
-    input_record *g = realloc(s->recs, (s->n_recs + 1) * sizeof *g);
-    if (!g)
-        return NULL;
-    s->recs = g;
-    input_record *rec = &g[s->n_recs];
-    memset(rec, 0, sizeof *rec);
-    if (!(rec->path = strdup(name)) || !(rec->container = strdup("text"))) {
-        free(rec->path);
-        return NULL;
-    }
-    s->n_recs++;
+    input_record *rec = session_add_record(&s->recs, &s->n_recs, name, NULL);
+    if (rec && !(rec->container = strdup("text")))
+        rec = NULL; /* the record stays counted and is freed with the scan */
     return rec;
 }
 
-static void live_error(oomscan_scan *s, input_record *rec, const char *name, const char *why, int partial)
+/* The input ended badly: the record says why, and so does the scan's error list. */
+static void live_error(oomscan_scan *s, input_record *rec, const char *why, int partial)
 {
     rec->status = partial ? INPUT_PARTIAL : INPUT_ERROR;
     rec->error = strdup(why);
-    size_t len = strlen(name) + strlen(why) + 4;
-    char *msg = malloc(len);
-    char **eg = realloc(s->errors, (s->n_errors + 1) * sizeof *eg);
-    if (eg)
-        s->errors = eg;
-    if (msg && eg) {
-        snprintf(msg, len, "%s: %s", name, why);
-        s->errors[s->n_errors++] = msg;
-    } else {
-        free(msg);
-    }
+    if (rec->error)
+        (void)session_add_error(s, rec); /* out of memory: the record still says it */
 }
 
 /* Open the followed file, waiting for it to appear (tail -F); -1 when cancelled or on a hard error. */
@@ -501,7 +493,7 @@ oomscan_status oomscan_scan_stream(oomscan_scan *s, const char *path, int follow
         r.fd = is_stdin ? STDIN_FILENO : live_open(&r, why, sizeof why);
         if (r.fd < 0) {
             if (why[0])
-                live_error(s, rec, name, why, 0);
+                live_error(s, rec, why, 0);
             break;
         }
         struct stat sb;
@@ -515,15 +507,14 @@ oomscan_status oomscan_scan_stream(oomscan_scan *s, const char *path, int follow
         r.err[0] = '\0';
         scan_source src = {.path = name, .input = 0, .eager = 1};
         scan_source_from_name(&src);
-        if (src.job_id[0] && !s->job_id[0])
-            snprintf(s->job_id, sizeof s->job_id, "%s", src.job_id);
+        session_note_job(s->job_id, &s->job_conflict, src.job_id);
         phase_reset_source(ps);
         scan_result res;
         st = scanner_run(sc, live_read, &r, &src, ps, s->st, &res, NULL, NULL);
         rec->bytes = res.bytes;
         rec->lines = res.lines;
         if (res.read_error)
-            live_error(s, rec, name, r.err[0] ? r.err : "read error", res.bytes > 0);
+            live_error(s, rec, r.err[0] ? r.err : "read error", res.bytes > 0);
         if (!is_stdin)
             close(r.fd);
         if (!r.rotated || s->cancel || r.broken || res.read_error)

@@ -1,0 +1,31 @@
+/* emit.h - the writers: the oomscan/1 JSON document and finding objects (shared/spec/output.md), the
+ * text report a person reads, and the ticketing feed (docs/ticketing.md). Each takes a result
+ * (result/result.h) read-only and only formats it: nothing is worked out here, no advice is asked.
+ *
+ * Ownership: JSON returned is the caller's (cJSON_Delete). Writers write through the caller's fn. */
+#ifndef OOMSCAN_EMIT_H
+#define OOMSCAN_EMIT_H
+
+#include <cjson/cJSON.h>
+
+#include "oomscan.h"
+#include "result/result.h"
+
+/* One finding as its JSON object (the same object in the document, NDJSON records and the state). */
+cJSON *emit_finding_json(const result_finding *rf);
+
+/* The whole document: schema, tool, inputs, findings in report order, findings_dropped. */
+cJSON *emit_json(const result *r);
+
+/* The document, pretty-printed, then a newline. OOMSCAN_ERR_IO when the writer refused. */
+oomscan_status emit_json_write(const result *r, oomscan_write_fn fn, void *ud);
+
+/* The text report: each root in one sentence with its diagnosis and first steps, the cascade counted by
+ * class, every finding with `verbose`, then each input's summary. ANSI colour with `color`. */
+oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_fn fn, void *ud);
+
+/* Tickets: one JSON object per line per root finding, in report order, in out->ticket_style.
+ * OOMSCAN_ERR_USAGE for the Jira style without a project. */
+oomscan_status emit_tickets(const result *r, const oomscan_output *out, oomscan_write_fn fn, void *ud);
+
+#endif

@@ -1,0 +1,70 @@
+/* session.c - what every path through the pipeline shares: adding an input record or error, the job
+ * rule, finishing the story, and the view a result is built from. */
+#include "pipeline/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+input_record *session_add_record(input_record **recs, size_t *n, const char *path, const char *member)
+{
+    input_record *g = realloc(*recs, (*n + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    *recs = g;
+    input_record *r = &g[*n];
+    memset(r, 0, sizeof *r);
+    r->path = strdup(path);
+    r->member = member ? strdup(member) : NULL;
+    if (!r->path || (member && !r->member)) {
+        free(r->path);
+        free(r->member);
+        return NULL;
+    }
+    (*n)++;
+    return r;
+}
+
+int session_add_error(struct oomscan_scan *s, const input_record *r)
+{
+    const char *why = r->error ? r->error : "error";
+    size_t len = strlen(r->path) + (r->member ? strlen(r->member) + 1 : 0) + strlen(why) + 4;
+    char *msg = malloc(len);
+    char **g = realloc(s->errors, (s->n_errors + 1) * sizeof *g);
+    if (g)
+        s->errors = g;
+    if (!msg || !g) {
+        free(msg);
+        return -1;
+    }
+    snprintf(msg, len, "%s%s%s: %s", r->path, r->member ? ":" : "", r->member ? r->member : "", why);
+    s->errors[s->n_errors++] = msg;
+    return 0;
+}
+
+void session_note_job(char job[32], int *conflict, const char *name)
+{
+    if (!name || !name[0])
+        return;
+    if (!job[0])
+        snprintf(job, 32, "%s", name);
+    else if (strcmp(job, name) != 0)
+        *conflict = 1;
+}
+
+const char *session_scan_job(const struct oomscan_scan *s)
+{
+    return s->job_given[0] ? s->job_given : s->job_conflict ? "" : s->job_id;
+}
+
+void session_finish(struct oomscan_scan *s) { story_finish(s->st, session_scan_job(s)); }
+
+void session_result_scan(const struct oomscan_scan *s, result_scan *out)
+{
+    out->db = s->db->p;
+    out->st = s->st;
+    out->votes = s->votes;
+    out->job = session_scan_job(s);
+    out->inputs = s->recs;
+    out->n_inputs = s->n_recs;
+}

@@ -1,0 +1,100 @@
+/* result.c - every finding resolved once, for all writers: framework, job, role, cause and the
+ * advice (asked of advice/remedy.h once per finding). */
+#include "result/result.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "advice/remedy.h"
+
+tax_framework result_framework(const uint32_t votes[FW__COUNT], const finding *f)
+{
+    int best = FW_UNKNOWN;
+    for (int k = 0; k < FW__COUNT; k++) {
+        if (k == FW_UNKNOWN || !votes[k])
+            continue;
+        int rk = tax_framework_rank((tax_framework)k), rb = tax_framework_rank((tax_framework)best);
+        if (best == FW_UNKNOWN || rk > rb || (rk == rb && votes[k] > votes[best]))
+            best = k;
+    }
+    int own = f->framework >= 0 ? f->framework : (f->pattern->engine >= 0 ? f->pattern->engine : FW_UNKNOWN);
+    if (own != FW_UNKNOWN && tax_framework_rank((tax_framework)own) >= tax_framework_rank((tax_framework)best))
+        return (tax_framework)own;
+    return (tax_framework)best;
+}
+
+void result_finding_clear(result_finding *rf)
+{
+    if (!rf)
+        return;
+    cJSON_Delete(rf->remediation);
+    cJSON_Delete(rf->diagnosis);
+    memset(rf, 0, sizeof *rf);
+}
+
+int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, int with_advice)
+{
+    const story *st = scan->st;
+    const finding *f = &st->f[i];
+    memset(rf, 0, sizeof *rf);
+    rf->index = i;
+    rf->f = f;
+    rf->framework = result_framework(scan->votes, f);
+    rf->job = f->job_id[0] ? f->job_id : scan->job;
+    rf->is_root = f->is_root;
+    rf->caused_by = f->caused_by >= 0 ? st->f[f->caused_by].id : NULL;
+    /* taxonomy.md: "strong" or "weak", absent when the phase is unknown */
+    rf->phase_confidence = f->phase == PH_UNKNOWN ? NULL : f->phase_weak ? "weak" : "strong";
+    if (with_advice) {
+        rf->remediation = remedy_json_config(scan->db, f, (int)rf->framework, st->config, rf->job);
+        rf->diagnosis = remedy_diagnosis_json(f);
+    }
+    if (!rf->remediation)
+        rf->remediation = cJSON_CreateNull();
+    if (!rf->remediation) {
+        result_finding_clear(rf);
+        return -1;
+    }
+    return 0;
+}
+
+result *result_new(const result_scan *scan)
+{
+    result *r = calloc(1, sizeof *r);
+    size_t n = scan->st->n;
+    size_t *order = malloc((n + 1) * sizeof *order);
+    if (!r || !order || !(r->items = calloc(n + 1, sizeof *r->items)) || !(r->pos = malloc((n + 1) * sizeof *r->pos))) {
+        free(order);
+        result_free(r);
+        return NULL;
+    }
+    r->scan = *scan;
+    story_order(scan->st, order);
+    for (size_t k = 0; k < n; k++) {
+        if (result_finding_init(&r->items[k], scan, order[k], 1) != 0) {
+            free(order);
+            result_free(r);
+            return NULL;
+        }
+        r->pos[order[k]] = k;
+        r->n++;
+    }
+    free(order);
+    return r;
+}
+
+void result_free(result *r)
+{
+    if (!r)
+        return;
+    for (size_t k = 0; k < r->n; k++)
+        result_finding_clear(&r->items[k]);
+    free(r->items);
+    free(r->pos);
+    free(r);
+}
+
+const result_finding *result_item(const result *r, size_t index)
+{
+    return index < r->scan.st->n && r->pos[index] < r->n ? &r->items[r->pos[index]] : NULL;
+}
