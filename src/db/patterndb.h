@@ -131,6 +131,7 @@ typedef struct pdb {
     pdb_checklist *checklists;
     size_t n_checklists;
     cJSON *steps; /* the step library (format oomscan-steps/1): an object, step id -> step */
+    cJSON *conclusions; /* diagnosis wording (format oomscan-diagnosis/1): an object, id -> conclusion */
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;
