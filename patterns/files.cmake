@@ -27,6 +27,7 @@ set(OOMSCAN_DATA_FILES
   remediation/cuda_oom-weight_sync.json
   remediation/cuda_oom.json
   remediation/device_assert.json
+  remediation/diagnosis.json
   remediation/gpu_hardware.json
   remediation/host_memory_error-checkpoint.json
   remediation/host_memory_error-data_loading.json

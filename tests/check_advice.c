@@ -6,9 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+#include <stdio.h>
+
+#include "advice/advice.h"
+#include "advice/diagnosis.h"
 #include "advice/setting.h"
 #include "db/patterndb.h"
+#include "match/config.h"
+#include "match/scan.h"
+#include "story/story.h"
 #include "check_main.h"
+#include "membuf.h"
+#include "remedy_lines.h"
 
 #define HAS(text, needle) ck_assert_msg(strstr((text), (needle)) != NULL, "missing \"%s\" in: %s", (needle), (text))
 
@@ -113,6 +123,191 @@ START_TEST(test_advice_unknown_step_names_its_checklist)
 }
 END_TEST
 
+static pdb *embedded(void)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    return db;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The premise of library step `id` (NULL when it has none). */
+static const cJSON *premise_of(const pdb *db, const char *id)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(db->steps, id), "premise");
+}
+
+/* 1 when a conclusion of `diag` refutes premise p, per the diagnosis data. */
+static int refuted(const pdb *db, const cJSON *diag, const cJSON *p)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(diag, "conclusions"))
+    {
+        if (cJSON_IsString(p) && diagnosis_says(db, jstr(c, "id"), "refutes", p->valuestring))
+            return 1;
+    }
+    return 0;
+}
+
+/* The invariant of issue 14: no step whose premise the diagnosis refutes comes before one whose
+ * premise stands, and each such step says which conclusion refuted it. Returns the number of steps
+ * found refuted; fails the test with `what` named otherwise. */
+static int check_consistent(const pdb *db, const advice *a, const char *what)
+{
+    static cJSON old_torch_premise = {.type = cJSON_String, .valuestring = (char *)"expandable_segments"};
+    const cJSON *old_torch = &old_torch_premise;
+    int seen_refuted = 0, n = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"))
+    {
+        int r = refuted(db, a->diagnosis, premise_of(db, jstr(st, "id")));
+        ck_assert_msg(!seen_refuted || r, "%s: step %s stands after a refuted step", what, jstr(st, "id"));
+        if (r) {
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(st, "premise_refuted");
+            ck_assert_msg(jstr(why, "what") != NULL, "%s: step %s is refuted but gives no reason", what, jstr(st, "id"));
+            seen_refuted = 1;
+            n++;
+        }
+        /* a setting the diagnosis rules out (expandable_segments for an older PyTorch) is not shown */
+        const cJSON *set;
+        cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
+        {
+            const char *t = jstr(set, "text");
+            ck_assert_msg(!(t && strstr(t, "expandable_segments") && refuted(db, a->diagnosis, old_torch)),
+                          "%s: %s shown although this PyTorch predates it", what, t);
+        }
+    }
+    return n;
+}
+
+START_TEST(test_advice_refuted_premise_moves_last_with_reason)
+{
+    pdb *db = embedded();
+    /* verl-project/verl#2828: 6.77 GiB unallocated < 13.91 GiB requested, fragmentation ruled out */
+    run_out r = scan_text(db, LINE_VERL, strlen(LINE_VERL), 0, 0);
+    advice *a = advice_resolve(db, &r.st->f[0], FW_VERL, NULL, "");
+    ck_assert_ptr_nonnull(a);
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(a->remediation, "steps");
+    const cJSON *last = cJSON_GetArrayItem(steps, cJSON_GetArraySize(steps) - 1);
+    ck_assert_str_eq(jstr(last, "id"), "allocator_fragmentation");
+    HAS(jstr(cJSON_GetObjectItemCaseSensitive(last, "premise_refuted"), "what"), "fragmentation is not the cause");
+    ck_assert_int_eq(check_consistent(db, a, "verl#2828"), 1);
+    advice_free(a);
+    scan_done(&r);
+    /* huggingface/trl#3436: 2.57 GiB unallocated >= 388 MiB requested: the allocator step comes first */
+    r = scan_text(embedded(), LINE_TRL, strlen(LINE_TRL), 0, 0);
+    a = advice_resolve(r.db, &r.st->f[0], FW_TRL, NULL, "");
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"), 0);
+    ck_assert_str_eq(jstr(first, "id"), "allocator_fragmentation");
+    ck_assert_str_eq(jstr(cJSON_GetObjectItemCaseSensitive(first, "first_because"), "conclusion"), "fragmentation");
+    advice_free(a);
+    scan_done(&r);
+}
+END_TEST
+
+START_TEST(test_advice_older_pytorch_gets_no_expandable_segments)
+{
+    /* the message of a PyTorch whose hint names max_split_size_mb (fixtures: MGFN's OOM) */
+    run_out r = scan_text(embedded(), LINE_MGFN, strlen(LINE_MGFN), 0, 0);
+    advice *a = advice_resolve(r.db, &r.st->f[0], FW_PYTORCH, NULL, "");
+    char *js = cJSON_PrintUnformatted(a->remediation);
+    ck_assert_msg(strstr(js, "expandable_segments:True") == NULL, "expandable_segments offered: %s", js);
+    HAS(js, "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512");
+    free(js);
+    advice_free(a);
+    scan_done(&r);
+}
+END_TEST
+
+START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
+{
+    /* the job's argparse Namespace (printed here by Python 3.11) and a kernel OOM kill of its trainer
+     * (fixtures/golden/kernel-oom-legacy-pair.log, intel/platform-resource-manager#42) */
+    static const char log[] = "Namespace(batch_size=8, num_workers=0, lr=0.0001)\n"
+                              "[Thu Mar 14 01:57:55 2019] Out of memory: Kill process 89746 (python) score 838 or "
+                              "sacrifice child\n"
+                              "[Thu Mar 14 01:57:55 2019] Killed process 89746 (python) total-vm:118026216kB, "
+                              "anon-rss:109819332kB, file-rss:3324kB, shmem-rss:0kB\n";
+    run_out r = scan_text(embedded(), log, strlen(log), 0, 0);
+    ck_assert_uint_ge(r.st->n, 1);
+    const finding *f = &r.st->f[0];
+    ck_assert_int_eq(f->cls, CLS_HOST_OOM_KILL);
+    advice *a = advice_resolve(r.db, f, FW_PYTORCH, r.st->config, "");
+    char *d = cJSON_PrintUnformatted(a->diagnosis);
+    HAS(d, "no_loader_workers");
+    HAS(d, "num_workers=0");
+    free(d);
+    ck_assert_int_ge(check_consistent(r.db, a, "num_workers=0"), 1);
+    /* and the step is not first any more */
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"), 0);
+    ck_assert_str_ne(jstr(first, "id"), "fewer_loader_workers");
+    advice_free(a);
+    scan_done(&r);
+}
+END_TEST
+
+/* Every fixture log of the corpus, held-out set and golden folder: each root finding's advice, under
+ * its own framework and under TRL and slime, keeps to its diagnosis and shows no other framework's
+ * keys. */
+START_TEST(test_advice_fixture_steps_agree_with_their_diagnosis)
+{
+    static const char *const sets[] = {"corpus", "heldout", "golden"};
+    pdb *db = embedded();
+    size_t files = 0, refutations = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/fixtures/%s", OOMSCAN_SOURCE_DIR, sets[k]);
+        DIR *dh = opendir(dir);
+        ck_assert_ptr_nonnull(dh);
+        struct dirent *de;
+        while ((de = readdir(dh))) {
+            size_t n = strlen(de->d_name);
+            if (n < 5 || strcmp(de->d_name + n - 4, ".log") != 0)
+                continue;
+            char path[1200];
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            FILE *fp = fopen(path, "rb");
+            ck_assert_ptr_nonnull(fp);
+            static char buf[1 << 22];
+            size_t len = fread(buf, 1, sizeof buf, fp);
+            fclose(fp);
+            run_out r = scan_text(db, buf, len, 0, 0);
+            for (size_t i = 0; i < r.st->n; i++) {
+                static const int fws[] = {FW_UNKNOWN, FW_TRL, FW_SLIME, FW_VERL};
+                for (size_t j = 0; j < sizeof fws / sizeof *fws; j++) {
+                    advice *a = advice_resolve(db, &r.st->f[i], fws[j], r.st->config, "");
+                    ck_assert_ptr_nonnull(a);
+                    refutations += (size_t)check_consistent(db, a, path);
+                    const cJSON *st;
+                    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"))
+                    {
+                        const char *used = jstr(st, "framework");
+                        ck_assert_msg(!strcmp(used, "generic") || !strcmp(used, tax_framework_name((tax_framework)fws[j])),
+                                      "%s: %s keys shown to a %s job", path, used, tax_framework_name((tax_framework)fws[j]));
+                    }
+                    advice_free(a);
+                }
+            }
+            r.db = NULL; /* the database is shared by all files */
+            scan_done(&r);
+            files++;
+        }
+        closedir(dh);
+    }
+    ck_assert_uint_ge(files, 200);
+    /* the corpus has OOMs whose diagnosis rules fragmentation out: the invariant was exercised */
+    ck_assert_uint_ge(refutations, 4);
+    pdb_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("advice");
@@ -120,6 +315,10 @@ int main(void)
     tcase_add_test(tc, test_advice_setting_in_users_syntax);
     tcase_add_test(tc, test_advice_step_library_one_edit);
     tcase_add_test(tc, test_advice_unknown_step_names_its_checklist);
+    tcase_add_test(tc, test_advice_refuted_premise_moves_last_with_reason);
+    tcase_add_test(tc, test_advice_older_pytorch_gets_no_expandable_segments);
+    tcase_add_test(tc, test_advice_no_loader_workers_rules_out_fewer_workers);
+    tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

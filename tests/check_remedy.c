@@ -36,7 +36,7 @@ static run_out scan_real(const char *text)
 static char *diagnose(const char *line)
 {
     run_out r = scan_real(line);
-    cJSON *dj = remedy_diagnosis_json(&r.st->f[0]);
+    cJSON *dj = remedy_diagnosis_json(r.db, &r.st->f[0]);
     char *out = calloc(1, 4096);
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(dj, "conclusions"))
@@ -160,9 +160,12 @@ START_TEST(test_remedy_steps_in_each_rl_frameworks_settings)
         int fw;
         const char *name, *prefix;
     } cases[] = {
-        {FW_VERL, "verl", "actor_rollout_ref."},
+        /* with the phase unknown the first step is one for every phase: verl's data.max_response_length */
+        {FW_VERL, "verl", "data."},
         {FW_AREAL, "areal", ""},
         {FW_RELAX, "relax", "--"},
+        {FW_SLIME, "slime", "--"},
+        {FW_TRL, "trl", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *rem = remedy_json(r.db, &r.st->f[0], cases[i].fw);

@@ -1,6 +1,6 @@
-/* remedy.h - what to change: the checklist for a finding (in the detected framework's settings), the
- * diagnosis worked out from the numbers the message states, and Markdown rendering for --explain and
- * docs/remediation/. No I/O.
+/* remedy.h - the older entry points of remediation, kept for callers that have not moved to
+ * advice_resolve() (advice.h, which gives diagnosis and checklist together), and Markdown rendering of
+ * a checklist for --explain and docs/remediation/. No I/O.
  *
  * Ownership: functions returning cJSON give the caller a new tree. */
 #ifndef OOMSCAN_REMEDY_H
@@ -11,6 +11,7 @@
 #include "oomscan.h"
 #include "db/patterndb.h"
 #include "story/story.h"
+#include "advice/diagnosis.h"
 
 struct config_store;
 
@@ -23,9 +24,8 @@ cJSON *remedy_json(const pdb *db, const finding *f, int fw);
  * "already": true). */
 cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_store *cfg, const char *job);
 
-/* {"conclusions": [{"what", "arithmetic"}...]} from the finding's numbers, or NULL when nothing can be
- * concluded. */
-cJSON *remedy_diagnosis_json(const finding *f);
+/* diagnosis_json() (diagnosis.h) without the job's settings. */
+cJSON *remedy_diagnosis_json(const pdb *db, const finding *f);
 
 /* Render checklist c as Markdown through fn. Returns 0, -1 when the writer failed or out of memory. */
 int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud);

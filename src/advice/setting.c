@@ -48,8 +48,10 @@ static int bare_json(const char *v)
 /* `key=value` etc. for one value; 0 when the form cannot carry a value (words). */
 static int typed(const char *form, const char *key, const char *v, int is_switch, int on, char *buf, size_t cap)
 {
-    if (!strcmp(form, "override") || !strcmp(form, "kwarg"))
+    if (!strcmp(form, "override"))
         snprintf(buf, cap, "%s=%s", key, v);
+    else if (!strcmp(form, "kwarg")) /* a config object's field, also a flag of HfArgumentParser scripts */
+        snprintf(buf, cap, "%s=%s (config field; --%s %s on the command line)", key, v, key, v);
     else if (!strcmp(form, "env"))
         snprintf(buf, cap, "export %s=%s", key, v);
     else if (!strcmp(form, "directive"))

@@ -131,6 +131,7 @@ void pdb_free(pdb *db)
     }
     free(db->checklists);
     cJSON_Delete(db->steps);
+    cJSON_Delete(db->conclusions);
     free_literals(db);
     free(db);
 }
@@ -614,30 +615,42 @@ static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, ooms
     return OOMSCAN_OK;
 }
 
+/* Entries of `arr` keyed by their "id" into *into (created on first use); a later entry of the same id
+ * replaces the earlier. `need` names a second key each entry must have. */
+static oomscan_status load_keyed(cJSON **into, const cJSON *arr, const char *need, const char *file, oomscan_diag *diag)
+{
+    if (!cJSON_IsArray(arr))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "needs an array of entries");
+    if (!*into && !(*into = cJSON_CreateObject()))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    const cJSON *st;
+    cJSON_ArrayForEach(st, arr)
+    {
+        const char *id = jstr(st, "id");
+        if (!id || !*id || !jstr(st, need))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs \"id\" and \"%s\"", id ? id : "(no id)", need);
+        cJSON *copy = cJSON_Duplicate(st, 1);
+        if (!copy)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        if (cJSON_GetObjectItemCaseSensitive(*into, id))
+            cJSON_ReplaceItemInObjectCaseSensitive(*into, id, copy);
+        else
+            cJSON_AddItemToObject(*into, id, copy);
+    }
+    return OOMSCAN_OK;
+}
+
 /* The step library: steps several checklists share, defined once (a later file's step replaces an
  * earlier one of the same id, as a later checklist replaces one). */
 static oomscan_status load_steps(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
 {
-    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
-    if (!cJSON_IsArray(steps))
-        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "step library needs a \"steps\" array");
-    if (!db->steps && !(db->steps = cJSON_CreateObject()))
-        return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
-    const cJSON *st;
-    cJSON_ArrayForEach(st, steps)
-    {
-        const char *id = jstr(st, "id");
-        if (!id || !*id || !jstr(st, "do"))
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "step %s: needs \"id\" and \"do\"", id ? id : "(no id)");
-        cJSON *copy = cJSON_Duplicate(st, 1);
-        if (!copy)
-            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
-        if (cJSON_GetObjectItemCaseSensitive(db->steps, id))
-            cJSON_ReplaceItemInObjectCaseSensitive(db->steps, id, copy);
-        else
-            cJSON_AddItemToObject(db->steps, id, copy);
-    }
-    return OOMSCAN_OK;
+    return load_keyed(&db->steps, cJSON_GetObjectItemCaseSensitive(doc, "steps"), "do", file, diag);
+}
+
+/* The diagnosis wording: one entry per conclusion the arithmetic of src/advice/diagnosis.c can reach. */
+static oomscan_status load_conclusions(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    return load_keyed(&db->conclusions, cJSON_GetObjectItemCaseSensitive(doc, "conclusions"), "what", file, diag);
 }
 
 /* One checklist step from its entry: "id" (the library's step), {"use": id, key: value...} (the
@@ -725,9 +738,11 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
         st = load_xids(db, doc, file, diag);
     else if (strcmp(format, "oomscan-steps/1") == 0)
         st = load_steps(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-diagnosis/1") == 0)
+        st = load_conclusions(db, doc, file, diag);
     else
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
-                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -xid/1)", format);
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -diagnosis/1, -xid/1)", format);
     cJSON_Delete(doc);
     return st;
 }

@@ -139,6 +139,7 @@ typedef struct pdb {
     size_t n_checklists;
     int class_phase[32]; /* phases.json "class_phases": a class's weak default phase (tax_phase), -1 none */
     cJSON *steps; /* the step library (format oomscan-steps/1): an object, step id -> step */
+    cJSON *conclusions; /* diagnosis wording (format oomscan-diagnosis/1): an object, id -> conclusion */
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advice/remedy.h"
+#include "advice/advice.h"
 
 tax_framework result_framework(const uint32_t votes[FW__COUNT], const finding *f)
 {
@@ -46,8 +46,14 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
     /* taxonomy.md: "strong" or "weak", absent when the phase is unknown */
     rf->phase_confidence = f->phase == PH_UNKNOWN ? NULL : f->phase_weak ? "weak" : "strong";
     if (with_advice) {
-        rf->remediation = remedy_json_config(scan->db, f, (int)rf->framework, st->config, rf->job);
-        rf->diagnosis = remedy_diagnosis_json(f);
+        /* diagnosis and checklist resolved together, so the steps follow the diagnosis */
+        advice *a = advice_resolve(scan->db, f, (int)rf->framework, st->config, rf->job);
+        if (a) {
+            rf->remediation = a->remediation;
+            rf->diagnosis = a->diagnosis;
+            a->remediation = a->diagnosis = NULL;
+            advice_free(a);
+        }
     }
     if (!rf->remediation)
         rf->remediation = cJSON_CreateNull();
