@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "emit/emit.h"
+#include "emit/safe.h"
 #include "pipeline/session.h"
 #include "result/result.h"
 
@@ -104,6 +105,7 @@ cJSON *record_merge_json(const struct oomscan_scan *s, const finding *f)
     cJSON_AddItemToObject(m, "hosts", raw_set_json(&f->hosts));
     cJSON_AddNumberToObject(m, "hosts_dropped", (double)f->hosts.dropped);
     cJSON_AddItemToObject(m, "scan", record_scan_json(s));
+    (void)safe_json(m); /* group, hosts, paths: log text and names, any bytes */
     return m;
 }
 

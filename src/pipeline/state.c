@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/status.h"
+#include "emit/safe.h"
 #include "input/input.h"
 #include "pipeline/ndjson.h"
 #include "pipeline/record.h"
@@ -543,6 +544,7 @@ static cJSON *state_json(oomscan_state *st, oomscan_scan *s)
         cJSON_AddNumberToObject(o, "occurrences", (double)e->occurrences);
         cJSON_AddItemToArray(rep, o);
     }
+    (void)safe_json(doc); /* input paths may hold any bytes */
     return doc;
 }
 
