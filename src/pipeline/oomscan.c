@@ -21,7 +21,7 @@
 #include "pipeline/session.h"
 #include "pipeline/state.h"
 #include "base/status.h"
-#include "pipeline/stream.h"
+#include "pipeline/ndjson.h"
 
 /* ---- database ------------------------------------------------------------------------------ */
 
@@ -235,6 +235,7 @@ typedef struct {
 } unit_ctx;
 
 static ssize_t read_stream(void *ud, void *buf, size_t cap) { return input_read(ud, buf, cap); }
+static const char *stream_why(void *ud) { return input_stream_error(ud); }
 
 static void progress_cb(void *ud, uint64_t bytes)
 {
@@ -253,21 +254,11 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
         return 1;
     }
     r->container = info->container ? strdup(info->container) : NULL;
-    scan_source src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)};
-    scan_source_from_name(&src);
-    session_note_job(u->job_id, &u->job_conflict, src.job_id);
     phase_reset_source(c->ps);
-    scan_result res;
-    oomscan_status st = scanner_run(c->sc, read_stream, stream, &src, c->ps, u->st, &res, progress_cb, c);
-    r = &u->recs[u->n_recs - 1];
-    r->bytes = res.bytes;
-    r->lines = res.lines;
-    r->lines_cut = res.lines_cut;
-    if (res.read_error) {
-        const char *why = input_stream_error(stream);
-        r->status = res.bytes > 0 ? INPUT_PARTIAL : INPUT_ERROR;
-        r->error = strdup(why ? why : "read error");
-    }
+    session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)},
+                         .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
+                         .progress_ud = c};
+    oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
     if (st) {
         u->status = st;
         return 1;
@@ -469,11 +460,11 @@ size_t oomscan_scan_finding_count(const oomscan_scan *s)
 
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn fn, void *ud)
 {
-    return stream_emit(s, NULL, NULL, 0, fn, ud);
+    return ndjson_emit(s, NULL, NULL, 0, fn, ud);
 }
 
 /* Resolve the result once and hand it to the writer asked for; NDJSON is written by stream.c, which
- * resolves only the findings that changed since the last record. */
+ * resolves only the findings that changed since the last record (ndjson.c). */
 oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
     session_finish(s);

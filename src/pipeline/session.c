@@ -68,3 +68,25 @@ void session_result_scan(const struct oomscan_scan *s, result_scan *out)
     out->inputs = s->recs;
     out->n_inputs = s->n_recs;
 }
+
+oomscan_status session_scan_source(scanner *sc, phase_state *ps, session_source *in, story *st, char job[32],
+                                   int *job_conflict, input_record *rec, scan_result *res_out)
+{
+    scan_source_from_name(&in->src);
+    session_note_job(job, job_conflict, in->src.job_id);
+    scan_result res;
+    memset(&res, 0, sizeof res);
+    oomscan_status status = scanner_run(sc, in->read, in->read_ud, &in->src, ps, st, &res, in->progress, in->progress_ud);
+    rec->bytes = res.bytes;
+    rec->lines = res.lines;
+    rec->lines_cut = res.lines_cut;
+    if (res.read_error) {
+        const char *why = in->why ? in->why(in->read_ud) : NULL;
+        rec->status = res.bytes > 0 || in->src.base_offset > 0 ? INPUT_PARTIAL : INPUT_ERROR;
+        free(rec->error);
+        rec->error = strdup(why && why[0] ? why : "read error");
+    }
+    if (res_out)
+        *res_out = res;
+    return status;
+}
