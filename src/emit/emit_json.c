@@ -22,6 +22,8 @@ static cJSON *loc_json(const story_loc *l)
         cJSON_AddNullToObject(o, "member");
     cJSON_AddNumberToObject(o, "line", (double)l->line);
     cJSON_AddNumberToObject(o, "offset", (double)l->offset);
+    if (l->kind) /* a crash dump, not a log line (docs/inputs.md) */
+        cJSON_AddStringToObject(o, "kind", l->kind);
     if (l->has_time) {
         char t[64];
         timefmt_format(&l->time, t, sizeof t);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/values.h"
 #include "emit/emit.h"
 #include "emit/report.h"
 #include "emit/safe.h"
@@ -78,6 +79,42 @@ static void xid_line(out *o, const finding *f)
     w(o, "  Xid %.0f: %s (%s)\n", x->valuedouble, meaning, hint);
 }
 
+/* A CUDA memory snapshot read beside the OOM (src/dumps/memsnap.c): what it measured, so that
+ * fragmentation is stated, not guessed, and the largest allocation sites are named. */
+static void snapshot_line(out *o, const finding *f)
+{
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot");
+    if (!cJSON_IsObject(sn))
+        return;
+    char res[48], al[48], lf[48], fc[48], rq[48];
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "reserved_bytes")), res, sizeof res);
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "allocated_bytes")), al, sizeof al);
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "largest_free_block_bytes")), lf, sizeof lf);
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "free_cached_bytes")), fc, sizeof fc);
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(sn, "requested_bytes");
+    values_human_bytes(cJSON_GetNumberValue(req), rq, sizeof rq);
+    w(o, "  memory snapshot: %s reserved, %s allocated in %.0f segments; largest free block %s of %s free in the cache "
+         "(fragmentation %.0f%%)",
+      res, al, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "segments")), lf, fc,
+      100.0 * cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "fragmentation")));
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sn, "fragmented")))
+        w(o, ": the %s request fit the free cache but no free block", rq);
+    else if (cJSON_IsNumber(req))
+        w(o, "; request %s", rq);
+    w(o, "\n");
+    const cJSON *site;
+    int n = 0;
+    cJSON_ArrayForEach(site, cJSON_GetObjectItemCaseSensitive(sn, "top_sites"))
+    {
+        if (++n > 3)
+            break;
+        char b[48];
+        values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(site, "bytes")), b, sizeof b);
+        const char *where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(site, "site"));
+        w(o, "    %s held by %s\n", b, E(o, where ? where : "?"));
+    }
+}
+
 static void sentence(out *o, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -97,6 +134,7 @@ static void sentence(out *o, const result_finding *rf)
     if (nums[0])
         w(o, "  numbers: %s\n", E(o, nums));
     xid_line(o, f);
+    snapshot_line(o, f);
     if (f->phase_evidence)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));
     if (f->n_evidence)

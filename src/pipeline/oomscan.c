@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "advice/remedy.h"
+#include "dumps/dumps.h"
 #include "emit/emit.h"
 #include "input/input.h"
 #include "match/phase.h"
@@ -134,6 +135,7 @@ static void free_unit(scan_unit *u)
     for (size_t i = 0; i < u->n_recs; i++)
         free_rec(&u->recs[i]);
     free(u->recs);
+    dumps_acc_free(u->dumps);
 }
 
 void oomscan_scan_free(oomscan_scan *s)
@@ -144,6 +146,7 @@ void oomscan_scan_free(oomscan_scan *s)
         free_unit(&s->units[i]);
     free(s->units);
     story_free(s->st);
+    dumps_acc_free(s->dumps);
     rep_free(s->rep);
     for (size_t i = 0; i < s->n_recs; i++)
         free_rec(&s->recs[i]);
@@ -257,7 +260,7 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     phase_reset_source(c->ps);
     session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)},
                          .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
-                         .progress_ud = c};
+                         .progress_ud = c, .dumps = &u->dumps};
     oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
     if (st) {
         u->status = st;
@@ -296,6 +299,12 @@ static void merge_unit(oomscan_scan *s, size_t i)
     scan_unit *u = &s->units[i];
     if (story_merge(s->st, u->st) != 0)
         u->status = OOMSCAN_ERR_NOMEM;
+    if (u->dumps && !s->dumps) {
+        s->dumps = u->dumps;
+        u->dumps = NULL;
+    } else if (u->dumps && dumps_acc_merge(s->dumps, u->dumps) != 0) {
+        u->status = OOMSCAN_ERR_NOMEM;
+    }
     for (int f = 0; f < FW__COUNT; f++)
         s->votes[f] += u->votes[f];
     session_note_job(s->job_id, &s->job_conflict, u->job_id);
@@ -442,6 +451,9 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
     }
     if (started == 0 && args[0].status)
         st = args[0].status;
+    /* dumps read together: every rank's flight recorder, snapshots against their OOM */
+    if (!st && s->dumps && dumps_acc_finish(s->dumps, s->db->p, s->st) != 0)
+        st = OOMSCAN_ERR_NOMEM;
     if (st)
         return diag_set(diag, st, NULL, "%s", status_name(st));
     return OOMSCAN_OK;
@@ -477,6 +489,8 @@ oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oo
         return OOMSCAN_ERR_NOMEM;
     oomscan_status st = out->format == OOMSCAN_FMT_TEXT     ? emit_text(r, out->color, out->verbose, fn, ud)
                         : out->format == OOMSCAN_FMT_TICKET ? emit_tickets(r, out, fn, ud)
+                        : out->format == OOMSCAN_FMT_MARKDOWN ? emit_markdown(r, fn, ud)
+                        : out->format == OOMSCAN_FMT_OPENMETRICS ? emit_openmetrics(r, fn, ud)
                                                             : emit_json_write(r, fn, ud);
     result_free(r);
     return st;

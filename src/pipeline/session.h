@@ -29,6 +29,7 @@ typedef struct {
     int job_conflict;  /* names in this input disagree about the job */
     int done;
     oomscan_status status; /* OOMSCAN_OK or out of memory */
+    struct dumps_acc *dumps; /* crash dumps read together after all inputs (dumps.h), NULL if none */
 } scan_unit;
 
 struct oomscan_scan {
@@ -47,6 +48,7 @@ struct oomscan_scan {
     char **errors; /* "path: reason" for every bad source, in input order */
     size_t n_errors;
     int finished;
+    struct dumps_acc *dumps; /* the units' dumps, merged in input order; read at the end of a scan */
     /* streaming, --state and merge (stream.c, state.c, merge.c) */
     struct rep_table *rep;       /* ids written so far and what their last record said */
     struct oomscan_state *state; /* borrowed: --state for this scan, or NULL */
@@ -78,6 +80,7 @@ typedef struct {
     void *read_ud;
     const char *(*why)(void *read_ud);  /* the reason after a read error (NULL or "": "read error") */
     scan_progress_fn progress;          /* may be NULL */
+    struct dumps_acc **dumps;           /* crash dumps are recognised (dumps.h) and kept here; NULL: read as a log */
     void *progress_ud;
 } session_source;
 
