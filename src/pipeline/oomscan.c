@@ -182,13 +182,19 @@ static int vec_push(strvec *v, const char *s)
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Files under dir, recursively, sorted by name at each level; symlinked directories are not followed
- * (loops). Returns -1 only when out of memory; unreadable directories become paths that fail later
- * with their reason. */
+ * (loops). Inside a directory only regular files are read, whether reached directly or through a
+ * symlink: a FIFO would block for ever, a device (/dev/zero) never ends, a socket cannot be opened.
+ * A symlink that leads nowhere (dangling, or a loop: ELOOP) is kept, so it is reported once with its
+ * reason. A path named on the command line is read whatever it is (<(cmd) is a pipe). Returns -1 only
+ * when out of memory; unreadable directories become paths that fail later with their reason. */
 static int expand(strvec *out, const char *path, int depth)
 {
     struct stat sb;
-    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64)
+    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
+        if (depth > 0 && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+            return 0;
         return vec_push(out, path);
+    }
     DIR *d = opendir(path);
     if (!d)
         return vec_push(out, path);
@@ -267,6 +273,9 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
         const char *why = input_stream_error(stream);
         r->status = res.bytes > 0 ? INPUT_PARTIAL : INPUT_ERROR;
         r->error = strdup(why ? why : "read error");
+    } else if (input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
+        r->status = INPUT_PARTIAL;
+        r->error = strdup(input_stream_note(stream));
     }
     if (st) {
         u->status = st;
@@ -283,7 +292,10 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
     oomscan_diag d;
     diag_clear(&d);
-    oomscan_status st = input_open_path(u->path, on_source, &c, &d);
+    const oomscan_limits *l = &s->opt.limits;
+    input_limits lim = {.max_bytes = l->max_bytes, .max_ratio = l->max_ratio, .max_members = l->max_members,
+                        .max_depth = l->max_depth};
+    oomscan_status st = input_open_limited(u->path, &lim, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
         const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
         input_record *r = session_add_record(&u->recs, &u->n_recs, name, NULL);
@@ -371,13 +383,18 @@ static void *worker(void *arg)
 oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, size_t n, oomscan_diag *diag)
 {
     strvec files = {0};
-    for (size_t i = 0; i < n; i++)
+    int stdin_seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* stdin is one stream: a second "-" would make two workers split one pipe between them */
+        if (strcmp(paths[i], "-") == 0 && stdin_seen++)
+            continue;
         if (expand(&files, paths[i], 0) != 0) {
             for (size_t k = 0; k < files.n; k++)
                 free(files.v[k]);
             free(files.v);
             return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
         }
+    }
     size_t first = s->n_units;
     scan_unit *g = realloc(s->units, (s->n_units + files.n + 1) * sizeof *g);
     if (!g) {

@@ -1,0 +1,108 @@
+#!/bin/sh
+# hostile.sh OOMSCAN SOURCE_DIR - hostile inputs (docs/reliability.md): every one ends in bounded time
+# with a message naming the input and the limit, the input marked partial, and nothing found elsewhere
+# lost; damaged compressed logs keep what they held; a directory scan reads only regular files; the
+# report file is replaced only by a complete one.
+set -u
+oomscan=$1 src=$2
+. "$(dirname "$0")/testlib.sh"
+oomscan=$(abspath "$oomscan") src=$(abspath "$src")
+cd "$t" || exit 2
+oom=$src/fixtures/golden/swift-interleaved-oom.log
+cp "$oom" oom.log
+# status and error of input $2 in JSON report $1, and the number of findings
+st() { jq -r --arg p "$2" '.inputs[] | select(.path == $p) | .status' "$1"; }
+nfind() { jq '.findings | length' "$1"; }
+
+# 1. A truncated xz / zstd / bzip2 log keeps every byte decoded before the cut, so the OOM at its end is
+#    still found and the input is partial (gzip did this already). zstd decodes whole blocks: the log is
+#    one frame and a second frame holds the tail, cut in the middle.
+xz -k oom.log && head -c $(($(wc -c < oom.log.xz) - 12)) oom.log.xz > cut.xz
+bzip2 -k oom.log && head -c $(($(wc -c < oom.log.bz2) - 4)) oom.log.bz2 > cut.bz2
+seq 1 20000 > tail.txt
+{ zstd -q -c oom.log; zstd -q -c tail.txt; } > two.zst && head -c $(($(wc -c < two.zst) - 40)) two.zst > cut.zst
+for f in cut.xz cut.bz2 cut.zst; do
+  "$oomscan" -f json "$f" > "$f.json" 2> "$f.err"; rc=$?
+  [ $rc -eq 2 ] && [ "$(nfind "$f.json")" -ge 1 ] && [ "$(st "$f.json" "$f")" = partial ] && ok ||
+    bad "$f: exit $rc, $(nfind "$f.json") finding(s), status $(st "$f.json" "$f")"
+  grep -q "^oomscan: $f: truncated .* data ([0-9]* bytes decoded)" "$f.err" && ok || bad "$f: $(cat "$f.err")"
+done
+
+# 2. A 776-byte .tar.zst whose sparse member decodes to 100 GiB: stopped by the ratio limit after the
+#    first 64 MiB, the member partial, the message naming input and limit. Made here (GNU tar --sparse).
+if truncate -s 100G sparse.log 2> /dev/null && echo tail >> sparse.log &&
+   tar --sparse -cf - sparse.log | zstd -q -19 > bomb.tar.zst 2> /dev/null; then
+  rm -f sparse.log
+  "$oomscan" -f json bomb.tar.zst oom.log > bomb.json 2> bomb.err; rc=$?
+  [ $rc -eq 2 ] && [ "$(st bomb.json bomb.tar.zst:sparse.log)" = partial ] && [ "$(nfind bomb.json)" -ge 1 ] && ok ||
+    bad "zstd bomb: exit $rc, status $(st bomb.json bomb.tar.zst:sparse.log), $(nfind bomb.json) finding(s)"
+  grep -q "^oomscan: bomb.tar.zst:sparse.log: stopped after .*(--limit ratio=1000)" bomb.err && ok ||
+    bad "zstd bomb: $(cat bomb.err)"
+else
+  rm -f sparse.log
+  echo "skipped: no sparse 100G file here"
+fi
+
+# 3. 10 MB of gzip holding 10 GB of zeros (a 100 MB member, concatenated 100 times): the default ratio
+#    limit stops it; --limit bytes stops /dev/zero, named on the command line, at exactly that size.
+head -c 100000000 /dev/zero | gzip -9 > z.gz
+i=0; while [ $i -lt 100 ]; do cat z.gz; i=$((i + 1)); done > zeros.gz
+"$oomscan" -f json zeros.gz oom.log > zeros.json 2> zeros.err; rc=$?
+[ $rc -eq 2 ] && [ "$(st zeros.json zeros.gz)" = partial ] && [ "$(nfind zeros.json)" -ge 1 ] && ok ||
+  bad "gzip of zeros: exit $rc, status $(st zeros.json zeros.gz)"
+grep -q "^oomscan: zeros.gz: stopped after .* a decompression bomb? (--limit ratio=1000)" zeros.err && ok ||
+  bad "gzip of zeros: $(cat zeros.err)"
+"$oomscan" -f json --limit bytes=3M /dev/zero > devzero.json 2> devzero.err; rc=$?
+[ $rc -eq 2 ] && [ "$(jq '.inputs[0].bytes' devzero.json)" = 3145728 ] && ok || bad "/dev/zero: exit $rc"
+grep -q "^oomscan: /dev/zero: stopped after 3 MiB of decoded data: the limit per input (--limit bytes=3145728)" \
+  devzero.err && ok || bad "/dev/zero: $(cat devzero.err)"
+
+# 4. Many archive members: past --limit members the input stops, named, with the members before kept.
+mkdir m && (cd m && i=0; while [ $i -lt 300 ]; do : > "e$i.log"; i=$((i + 1)); done) && cp oom.log m/a.log
+tar -C m -czf many.tar.gz a.log $(cd m && ls e*.log)
+"$oomscan" -f json --limit members=100 many.tar.gz > many.json 2> many.err; rc=$?
+[ $rc -eq 2 ] && [ "$(nfind many.json)" -ge 1 ] && [ "$(jq '.inputs | length' many.json)" -eq 101 ] && ok ||
+  bad "members: exit $rc, $(jq '.inputs | length' many.json) inputs"
+grep -q "^oomscan: many.tar.gz: stopped after 100 archive members: the limit per input (--limit members=100)" \
+  many.err && ok || bad "members: $(cat many.err)"
+
+# 5. A directory scan reads regular files only, directly or through a symlink: a FIFO (would block
+#    for ever), /dev/zero (never ends), a socket are skipped; a symlink loop or a dangling link is
+#    reported once. A named FIFO is still read (<(cmd) is one).
+mkdir d && cp oom.log d/a.log && mkfifo d/fifo && ln -s fifo d/to-fifo && ln -s /dev/zero d/to-zero &&
+  ln -s loop1 d/loop2 && ln -s loop2 d/loop1
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' d/sock 2> /dev/null
+timeout 60 "$oomscan" -f json d > d.json 2> d.err; rc=$?
+[ $rc -eq 2 ] && [ "$(nfind d.json)" -ge 1 ] && ok || bad "directory with a FIFO: exit $rc"
+[ "$(jq -r '[.inputs[].path] | join(" ")' d.json)" = "d/a.log d/loop1 d/loop2" ] && ok ||
+  bad "directory scan read $(jq -c '[.inputs[].path]' d.json)"
+[ "$(grep -c 'd/loop1: cannot open: Too many levels of symbolic links' d.err)" -eq 1 ] && ok || bad "loop: $(cat d.err)"
+(cat oom.log > d/fifo &) ; timeout 60 "$oomscan" -f json d/fifo > fifo.json; rc=$?
+[ $rc -eq 1 ] && ok || bad "a FIFO named on the command line: exit $rc"
+
+# 6. "- -": stdin is read once, by one reader: every line of the pipe in one input.
+seq 1 200000 | cat - oom.log | "$oomscan" -f json -j 2 - - > twice.json
+[ "$(jq '.inputs | length' twice.json)" -eq 1 ] && [ "$(jq '.inputs[0].lines' twice.json)" -eq 200014 ] && ok ||
+  bad "- -: $(jq -c '[.inputs[] | [.path, .lines]]' twice.json)"
+
+# 7. Writing: stdout on a full device is exit 2 with a message; -o keeps the umask; -o on a full file
+#    system leaves the previous report as it was (a private tmpfs of 12 KiB; skipped without one).
+"$oomscan" oom.log > /dev/full 2> full.err; rc=$?
+[ $rc -eq 2 ] && grep -q "^oomscan: standard output: write failed: No space left on device" full.err && ok ||
+  bad "stdout on /dev/full: exit $rc, $(cat full.err)"
+(umask 022 && "$oomscan" -o r644.txt oom.log); [ "$(stat -c %a r644.txt)" = 644 ] && ok || bad "-o ignores umask 022"
+(umask 077 && "$oomscan" -o r600.txt oom.log); [ "$(stat -c %a r600.txt)" = 600 ] && ok || bad "-o ignores umask 077"
+mkdir mnt
+if unshare -m sh -c "mount -t tmpfs -o size=12k tmpfs mnt" 2> /dev/null; then
+  unshare -m sh -c "mount -t tmpfs -o size=12k tmpfs mnt && echo OLD > mnt/r.json &&
+    head -c 8192 /dev/zero > mnt/fill; '$oomscan' -f json -o mnt/r.json oom.log 2> full-o.err; echo \$? > full-o.rc;
+    cat mnt/r.json > full-o.kept; ls mnt > full-o.ls"
+  [ "$(cat full-o.rc)" = 2 ] && [ "$(cat full-o.kept)" = OLD ] && [ "$(cat full-o.ls | tr '\n' ' ')" = "fill r.json " ] &&
+    ok || bad "-o on a full disk: exit $(cat full-o.rc), report now '$(head -c 40 full-o.kept)', left $(cat full-o.ls)"
+  grep -q "^oomscan: mnt/r.json: write failed: No space left on device; the previous report is unchanged" full-o.err &&
+    ok || bad "-o on a full disk: $(cat full-o.err)"
+else
+  echo "skipped: -o on a full file system (cannot mount a private tmpfs here: not root)"
+fi
+
+finish hostile
