@@ -105,4 +105,21 @@ else
   echo "skipped: -o on a full file system (cannot mount a private tmpfs here: not root)"
 fi
 
+# 8. Numbers out of range in --state and merge input (1e999 is infinity to strtod): clamped or refused,
+#    never cast as they are (undefined behaviour; the ASan+UBSan build runs this and would say so).
+"$oomscan" -f ndjson oom.log > rec.ndjson
+sed -e 's/"input":0/"input":1e999/; s/"occurrences":[0-9]*/"occurrences":1e999/; s/"line":[0-9]*/"line":1e300/' \
+    -e 's/"inputs":1/"inputs":1e999/; s/"dropped":0/"dropped":-1e999/; s/"ranks_dropped":0/"ranks_dropped":1e999/' \
+    -e 's/"votes":{}/"votes":{"pytorch":1e999}/; s/"first_time":null/"first_time":"1 0 1 0 99999999999 1 1 0 0 0 0 1e999"/' \
+    rec.ndjson > huge.ndjson
+"$oomscan" merge huge.ndjson rec.ndjson > merged.ndjson 2> merged.err; rc=$?
+[ $rc -le 2 ] && ! grep -q "runtime error" merged.err && [ -s merged.ndjson ] && ok ||
+  bad "merge of out-of-range numbers: exit $rc, $(head -c 300 merged.err)"
+grep -q "^oomscan: huge.ndjson" merged.err && ok || bad "a record with a year 99999999999 was not refused"
+"$oomscan" -f ndjson --state st oom.log > /dev/null
+sed -e 's/"offset":[0-9]*/"offset":1e999/; s/"marker":-1/"marker":1e999/; s/"size":[0-9]*/"size":1e999/' \
+    -e 's/"inputs":1/"inputs":-1e999/; s/"occurrences":[0-9]*/"occurrences":1e999/' st > st2 && mv st2 st
+"$oomscan" -f ndjson --state st oom.log > st.out 2> st.err; rc=$?
+[ $rc -le 2 ] && ! grep -q "runtime error" st.err && ok || bad "--state with out-of-range numbers: exit $rc, $(head -c 300 st.err)"
+
 finish hostile

@@ -11,6 +11,12 @@ struct matcher {
     const pdb *db;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
+    const char *subj; /* what the last run() matched: the caller's text or `fixed` */
+    char *fixed;      /* the text with invalid UTF-8 bytes as '?' (see run()) */
+    size_t fixed_cap;
+    const char *fixed_of; /* the text `fixed` was made from (and its length, and its bad bytes), */
+    size_t fixed_len;     /* within one public call only: the caller's buffer changes between calls */
+    size_t fixed_bad;
 };
 
 matcher *matcher_new(const pdb *db)
@@ -37,12 +43,62 @@ void matcher_free(matcher *m)
         return;
     pcre2_match_data_free(m->md);
     pcre2_match_context_free(m->mctx);
+    free(m->fixed);
     free(m);
+}
+
+/* Copy n bytes with every byte that is not part of a valid UTF-8 sequence as '?'. Same length, so
+ * match offsets stay valid for the original. Returns how many bytes were replaced. */
+static size_t utf8_fix(const unsigned char *in, size_t n, char *out)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = in[i];
+        size_t k = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+        int ok = k && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++)
+            ok = (in[i + j] & 0xc0) == 0x80;
+        if (ok && k == 3)
+            ok = !(c == 0xe0 && in[i + 1] < 0xa0) && !(c == 0xed && in[i + 1] >= 0xa0); /* overlong, surrogate */
+        if (ok && k == 4)
+            ok = !(c == 0xf0 && in[i + 1] < 0x90) && !(c == 0xf4 && in[i + 1] >= 0x90);
+        if (!ok) {
+            out[i++] = '?';
+            bad++;
+            continue;
+        }
+        memcpy(out + i, in + i, k);
+        i += k;
+    }
+    return bad;
 }
 
 static int run(matcher *m, const pcre2_code *re, const char *text, size_t len, size_t start)
 {
-    return pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    m->subj = text;
+    int rc = pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    if (rc != PCRE2_ERROR_NOMATCH || len == 0)
+        return rc;
+    /* With PCRE2_MATCH_INVALID_UTF an invalid byte is a wall no match crosses: one bad byte in a
+     * kernel OOM's process name hid the whole line. Match again on a copy with such bytes as '?';
+     * captures are then read from the copy (valid UTF-8 for the writers). Only lines that did not
+     * match pay for the check, and those are the few the prefilter picked. */
+    if (text != m->fixed_of || len != m->fixed_len) {
+        if (len > m->fixed_cap) {
+            char *g = realloc(m->fixed, len);
+            if (!g)
+                return rc;
+            m->fixed = g;
+            m->fixed_cap = len;
+        }
+        m->fixed_bad = utf8_fix((const unsigned char *)text, len, m->fixed);
+        m->fixed_of = text;
+        m->fixed_len = len;
+    }
+    if (m->fixed_bad == 0)
+        return rc;
+    m->subj = m->fixed;
+    return pcre2_match(re, (PCRE2_SPTR)m->fixed, len, start, 0, m->md, m->mctx);
 }
 
 /* Iterate the named groups of `re`, calling fn for each name whose group (first set one of a
@@ -51,6 +107,7 @@ typedef int (*name_fn)(void *ud, const char *name, const char *val, size_t n);
 
 static int for_each_name(matcher *m, const pcre2_code *re, const char *text, name_fn fn, void *ud)
 {
+    text = m->subj; /* the line as matched: see run() */
     uint32_t count = 0, entry = 0;
     PCRE2_SPTR table = NULL;
     pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count);
@@ -87,6 +144,7 @@ static int count_fn(void *ud, const char *name, const char *val, size_t n)
 
 int matcher_try(matcher *m, size_t idx, const char *text, size_t len)
 {
+    m->fixed_of = NULL;
     const pdb_pattern *p = &m->db->patterns[idx];
     if (run(m, p->re, text, len, 0) < 0)
         return 0;
@@ -120,6 +178,7 @@ static int put_fn(void *ud, const char *name, const char *val, size_t n)
 
 int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *obj)
 {
+    m->fixed_of = NULL;
     const pdb_pattern *p = &m->db->patterns[idx];
     if (run(m, p->re, text, len, 0) < 0)
         return 0;
@@ -185,7 +244,7 @@ int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, c
         return 0;
     line_ctx ctx;
     size_t ml;
-    const char *msg = matcher_strip(m, line, len, &ml, &ctx);
+    const char *msg = matcher_strip(m, line, len, &ml, &ctx); /* (clears the cache) */
     cont_ud u = {p, obj, 0};
     for (size_t k = 0; k < p->n_conts; k++) {
         if (!p->conts[k].re || run(m, p->conts[k].re, msg, ml, 0) < 0)
@@ -235,6 +294,7 @@ static int ctx_fn(void *ud, const char *name, const char *val, size_t n)
 const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx)
 {
     memset(ctx, 0, sizeof *ctx);
+    m->fixed_of = NULL;
     const pdb *db = m->db;
     size_t pos = 0;
     ctx_ud u = {ctx};

@@ -23,6 +23,7 @@
 
 #include "pipeline/merge.h"
 #include "pipeline/session.h"
+#include "base/jsonnum.h"
 #include "base/status.h"
 #include "pipeline/stream.h"
 
@@ -60,7 +61,7 @@ static const char *str_of(const cJSON *o, const char *key)
 static uint64_t u64_of(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+    return cJSON_IsNumber(v) ? jsonnum_u64(v->valuedouble, UINT64_MAX) : 0;
 }
 
 static uint64_t hex_of(const cJSON *o, const char *key)
@@ -273,7 +274,7 @@ static int input_continues(const cJSON *rec, const char *path, state_input *in)
     in->ctx_offset = u64_of(rec, "ctx_offset");
     in->ctx_line = u64_of(rec, "ctx_line");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "marker");
-    in->marker = cJSON_IsNumber(m) ? (int)m->valuedouble : -1;
+    in->marker = cJSON_IsNumber(m) && jsonnum_in(m->valuedouble, 0, INT32_MAX) ? (int)m->valuedouble : -1;
     in->marker_line = u64_of(rec, "marker_line");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
