@@ -105,6 +105,18 @@ else
   echo "skipped: -o on a full file system (cannot mount a private tmpfs here: not root)"
 fi
 
+# 7b. A user pattern with catastrophic backtracking, (a+)+$, on lines where it fails: each line costs
+#    PCRE2's whole match limit; past the per-input budget the pattern is skipped there, and said so.
+mkdir evil && printf '%s\n' '{"format":"oomscan-patterns/1","family":"evil","patterns":[' \
+  ' {"id":"cuda_oom.evil","class":"cuda_oom","literals":["aaaa"],"regex":"(a+)+$"}]}' > evil/evil.json
+i=0; while [ $i -lt 500 ]; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaab; i=$((i + 1)); done > evil.log
+cat oom.log >> evil.log
+"$oomscan" -f json --patterns evil evil.log > evil.json 2> evil.err; rc=$?
+[ $rc -eq 2 ] && [ "$(st evil.json evil.log)" = partial ] && [ "$(nfind evil.json)" -ge 1 ] && ok ||
+  bad "(a+)+\$: exit $rc, status $(st evil.json evil.log)"
+grep -q "^oomscan: evil.log: regex work limit: 64 lines hit PCRE2's match limit; pattern cuda_oom.evil skipped.*(--limit regex=64)" \
+  evil.err && ok || bad "(a+)+\$: $(cat evil.err)"
+
 # 8. Numbers out of range in --state and merge input (1e999 is infinity to strtod): clamped or refused,
 #    never cast as they are (undefined behaviour; the ASan+UBSan build runs this and would say so).
 "$oomscan" -f ndjson oom.log > rec.ndjson

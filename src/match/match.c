@@ -17,6 +17,10 @@ struct matcher {
     const char *fixed_of; /* the text `fixed` was made from (and its length, and its bad bytes), */
     size_t fixed_len;     /* within one public call only: the caller's buffer changes between calls */
     size_t fixed_bad;
+    /* regex work budget of the current input (matcher_budget_reset) */
+    uint64_t budget, spent;
+    unsigned char *skip; /* per failure pattern: skipped for the rest of the input */
+    char note[320];
 };
 
 matcher *matcher_new(const pdb *db)
@@ -27,7 +31,9 @@ matcher *matcher_new(const pdb *db)
     m->db = db;
     m->md = pcre2_match_data_create(db->max_captures + 1, NULL);
     m->mctx = pcre2_match_context_create(NULL);
-    if (!m->md || !m->mctx) {
+    m->skip = calloc(db->n_patterns + 1, 1);
+    m->budget = MATCHER_BUDGET_DEFAULT;
+    if (!m->md || !m->mctx || !m->skip) {
         matcher_free(m);
         return NULL;
     }
@@ -44,7 +50,21 @@ void matcher_free(matcher *m)
     pcre2_match_data_free(m->md);
     pcre2_match_context_free(m->mctx);
     free(m->fixed);
+    free(m->skip);
     free(m);
+}
+
+void matcher_budget_reset(matcher *m, uint64_t budget)
+{
+    m->budget = budget ? budget : MATCHER_BUDGET_DEFAULT;
+    m->spent = 0;
+    memset(m->skip, 0, m->db->n_patterns + 1);
+    m->note[0] = '\0';
+}
+
+const char *matcher_budget_note(const matcher *m)
+{
+    return m->note[0] ? m->note : NULL;
 }
 
 /* Copy n bytes with every byte that is not part of a valid UTF-8 sequence as '?'. Same length, so
@@ -146,7 +166,23 @@ int matcher_try(matcher *m, size_t idx, const char *text, size_t len)
 {
     m->fixed_of = NULL;
     const pdb_pattern *p = &m->db->patterns[idx];
-    if (run(m, p->re, text, len, 0) < 0)
+    if (m->skip[idx])
+        return 0;
+    int rc = run(m, p->re, text, len, 0);
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
+        /* Each such line cost the whole match limit (milliseconds): a pattern like (a+)+$ on a log of
+         * such lines would take hours. Past the input's budget the pattern that spent it is skipped. */
+        if (++m->spent >= m->budget) {
+            m->skip[idx] = 1;
+            if (!m->note[0])
+                snprintf(m->note, sizeof m->note,
+                         "regex work limit: %llu lines hit PCRE2's match limit; pattern %s skipped for the rest of "
+                         "this input, and any other that hits it (--limit regex=%llu)",
+                         (unsigned long long)m->spent, p->id, (unsigned long long)m->budget);
+        }
+        return 0;
+    }
+    if (rc < 0)
         return 0;
     int n = 0;
     for_each_name(m, p->re, text, count_fn, &n);

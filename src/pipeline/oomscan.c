@@ -263,6 +263,7 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     scan_source_from_name(&src);
     session_note_job(u->job_id, &u->job_conflict, src.job_id);
     phase_reset_source(c->ps);
+    int budget_spent = scanner_regex_note(c->sc) != NULL;
     scan_result res;
     oomscan_status st = scanner_run(c->sc, read_stream, stream, &src, c->ps, u->st, &res, progress_cb, c);
     r = &u->recs[u->n_recs - 1];
@@ -276,6 +277,9 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     } else if (input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
         r->status = INPUT_PARTIAL;
         r->error = strdup(input_stream_note(stream));
+    } else if (!budget_spent && scanner_regex_note(c->sc)) { /* some patterns skipped from here on */
+        r->status = INPUT_PARTIAL;
+        r->error = strdup(scanner_regex_note(c->sc));
     }
     if (st) {
         u->status = st;
@@ -287,6 +291,7 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
 static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 {
     scan_unit *u = &s->units[i];
+    scanner_regex_budget(sc, s->opt.limits.regex_budget); /* per input */
     if (s->state && state_run_unit(s, i, sc, ps))
         return; /* --state: a plain file read on from where the last run stopped */
     unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
