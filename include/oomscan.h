@@ -186,6 +186,11 @@ oomscan_status oomscan_scan_merge(oomscan_scan *scan, const char *const *paths, 
  * table of reported ids could be read). */
 typedef struct oomscan_state oomscan_state;
 oomscan_status oomscan_state_open(oomscan_state **out, const char *path, oomscan_diag *diag);
+/* The same under `lim` (NULL: the defaults): a state file larger than lim->max_state_bytes is ignored
+ * with a warning; another run holding the lock longer than lim->lock_wait_s seconds is
+ * OOMSCAN_ERR_LIMIT, the diag naming the lock file and the limit. */
+oomscan_status oomscan_state_open_limited(oomscan_state **out, const char *path, const oomscan_limits *lim,
+                                          oomscan_diag *diag);
 /* Why the state file was ignored, or NULL. Borrowed. */
 const char *oomscan_state_warning(const oomscan_state *state);
 /* Use the state for this scan: call before oomscan_scan_paths. Inputs that are plain files it knows

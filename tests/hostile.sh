@@ -134,4 +134,17 @@ sed -e 's/"offset":[0-9]*/"offset":1e999/; s/"marker":-1/"marker":1e999/; s/"siz
 "$oomscan" -f ndjson --state st oom.log > st.out 2> st.err; rc=$?
 [ $rc -le 2 ] && ! grep -q "runtime error" st.err && ok || bad "--state with out-of-range numbers: exit $rc, $(head -c 300 st.err)"
 
+# 9. --state: a run holding the lock longer than --limit lock-wait makes the next one give up with a
+#    message instead of waiting for ever; a state file over --limit state is ignored with a warning.
+"$oomscan" -f ndjson --state lk oom.log > /dev/null
+(flock 9 && exec sleep 8) 9> lk.lock & holder=$!  # exec: killing $holder releases the lock
+sleep 0.5
+"$oomscan" -f ndjson --state lk --limit lock-wait=1 oom.log > lk.out 2> lk.err; rc=$?
+kill $holder 2> /dev/null; wait $holder 2> /dev/null
+[ $rc -eq 2 ] && grep -q "^oomscan: lk.lock: another run has held the lock for 1 s: giving up (--limit lock-wait=1)" lk.err &&
+  ok || bad "lock wait: exit $rc, $(cat lk.err)"
+"$oomscan" -f ndjson --state lk --limit state=100 oom.log > big.out 2> big.err; rc=$?
+[ $rc -eq 1 ] && [ -s big.out ] && grep -q "^oomscan: lk: [0-9]* bytes, more than the limit (--limit state=100): starting afresh" big.err &&
+  ok || bad "state size: exit $rc, $(cat big.err)"
+
 finish hostile

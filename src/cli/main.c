@@ -483,7 +483,7 @@ int main(int argc, char **argv)
     int live = follow || (out.format == OOMSCAN_FMT_NDJSON && !merge_mode && !state_file && n_paths == 1 &&
                           strcmp(paths[0], "-") == 0 && fstat(STDIN_FILENO, &in_sb) == 0 && !S_ISREG(in_sb.st_mode));
     if (!st && state_file) {
-        st = oomscan_state_open(&state, state_file, &diag);
+        st = oomscan_state_open_limited(&state, state_file, &limits, &diag);
         if (!st && oomscan_state_warning(state) && !quiet)
             fprintf(stderr, "oomscan: %s\n", oomscan_state_warning(state));
         if (!st)
