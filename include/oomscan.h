@@ -90,7 +90,7 @@ typedef struct {
     uint64_t max_ratio;    /* decoded bytes per byte read, past the first 64 MiB of an input (1000) */
     uint64_t max_members;  /* archive entries in one input, nested ones included (100000) */
     unsigned max_depth;    /* archives inside archives; a deeper one is scanned as raw bytes (3) */
-    uint64_t max_findings; /* findings kept in the whole run; more are counted, not kept (100000) */
+    uint64_t max_findings; /* findings kept in the whole run; more are counted, not kept (10000) */
     uint64_t regex_budget; /* regex match-limit hits per input before the patterns that hit it are
                             * skipped for the rest of that input (64) */
     uint64_t max_state_bytes; /* --state file size (256 MiB) */

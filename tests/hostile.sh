@@ -147,4 +147,15 @@ kill $holder 2> /dev/null; wait $holder 2> /dev/null
 [ $rc -eq 1 ] && [ -s big.out ] && grep -q "^oomscan: lk: [0-9]* bytes, more than the limit (--limit state=100): starting afresh" big.err &&
   ok || bad "state size: exit $rc, $(cat big.err)"
 
+# 10. Findings in the whole run: past --limit findings the new ones are counted (findings_dropped), not
+#     kept, said once on the input where it happened, which is partial.
+g=$src/fixtures/golden
+"$oomscan" -f json --limit findings=2 "$g/swift-interleaved-oom.log" "$g/kernel-oom-legacy-pair.log" \
+  "$g/sigkill-then-childfailed.log" "$g/nccl-error-after-oom.log" > capped.json 2> capped.err; rc=$?
+[ $rc -eq 2 ] && [ "$(nfind capped.json)" -eq 2 ] && [ "$(jq '.findings_dropped' capped.json)" -ge 1 ] &&
+  [ "$(st capped.json "$g/sigkill-then-childfailed.log")" = partial ] && ok ||
+  bad "findings limit: exit $rc, $(nfind capped.json) findings, $(jq -c '[.inputs[].status]' capped.json)"
+[ "$(grep -c "findings kept: the limit of the run; .*(--limit findings=2)" capped.err)" -eq 1 ] && ok ||
+  bad "findings limit: $(cat capped.err)"
+
 finish hostile

@@ -90,6 +90,9 @@ oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_wri
 
 /* ---- scan ---------------------------------------------------------------------------------- */
 
+/* Findings kept in the whole run by default: a real run has tens; merging stays cheap below this. */
+#define SCAN_MAX_FINDINGS 10000
+
 oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const oomscan_options *opt,
                                 oomscan_diag *diag)
 {
@@ -104,6 +107,7 @@ oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const 
     s->db = db;
     if (opt)
         s->opt = *opt;
+    s->st->max_findings = s->opt.limits.max_findings ? (size_t)s->opt.limits.max_findings : SCAN_MAX_FINDINGS;
     if (opt && opt->job_id) {
         if (strlen(opt->job_id) >= sizeof s->job_given) {
             story_free(s->st);
@@ -320,8 +324,25 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 static void merge_unit(oomscan_scan *s, size_t i)
 {
     scan_unit *u = &s->units[i];
+    size_t dropped = s->st->dropped + u->st->dropped;
     if (story_merge(s->st, u->st) != 0)
         u->status = OOMSCAN_ERR_NOMEM;
+    if (s->st->dropped > dropped && !s->findings_capped && u->n_recs > 0) {
+        /* said once, on the input where it happened; later inputs' new findings are only counted */
+        s->findings_capped = 1;
+        input_record *r = &u->recs[u->n_recs - 1];
+        char msg[200];
+        snprintf(msg, sizeof msg, "%zu findings kept: the limit of the run; new findings from here on are only "
+                 "counted (--limit findings=%zu)", s->st->max_findings, s->st->max_findings);
+        char *e = strdup(msg);
+        if (e && r->status == INPUT_OK) {
+            r->status = INPUT_PARTIAL;
+            free(r->error);
+            r->error = e;
+        } else {
+            free(e);
+        }
+    }
     for (int f = 0; f < FW__COUNT; f++)
         s->votes[f] += u->votes[f];
     session_note_job(s->job_id, &s->job_conflict, u->job_id);
