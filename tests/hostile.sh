@@ -158,4 +158,16 @@ g=$src/fixtures/golden
 [ "$(grep -c "findings kept: the limit of the run; .*(--limit findings=2)" capped.err)" -eq 1 ] && ok ||
   bad "findings limit: $(cat capped.err)"
 
+# 11. SIGTERM / SIGINT during a scan: the report is written whole with what was found, the input being
+#     read is partial ("interrupted"), the inputs not begun are listed as not read. A pipe that stays
+#     open (a hung job) is where it matters; the pipe's writer here ends on its own a little later.
+for sig in TERM INT; do
+  (cat oom.log; sleep 4) | "$oomscan" -f json -j 1 - oom.log > sig.json 2> sig.err & pid=$!
+  sleep 1; kill -$sig $pid; wait $pid; rc=$?
+  [ $rc -eq 2 ] && [ "$(nfind sig.json)" -ge 1 ] && [ "$(st sig.json '<stdin>')" = partial ] &&
+    [ "$(jq -r '.inputs[1].error' sig.json)" = "not read: interrupted before this input" ] && ok ||
+    bad "SIG$sig: exit $rc, $(jq -c '[.inputs[] | [.path, .status, .error]]' sig.json 2>&1 | head -c 300)"
+done
+wait
+
 finish hostile

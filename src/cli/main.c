@@ -223,7 +223,8 @@ bad:
     return -1;
 }
 
-/* SIGTERM / SIGINT while streaming: stop reading, write what is complete, exit as usual. */
+/* SIGTERM / SIGINT: stop reading, write what was found (the inputs not finished marked so), exit as
+ * usual. A second one ends the program at once (SA_RESETHAND). */
 static oomscan_scan *volatile g_streaming;
 
 static void on_stop_signal(int sig)
@@ -489,16 +490,19 @@ int main(int argc, char **argv)
         if (!st)
             st = oomscan_scan_use_state(scan, state);
     }
-    if (!st && merge_mode) {
-        st = oomscan_scan_merge(scan, paths, n_paths, &diag);
-    } else if (!st && live) {
+    if (!st && !merge_mode) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_stop_signal; /* no SA_RESTART: a blocked read returns and sees the stop */
+        sa.sa_flags = SA_RESETHAND;
         sigemptyset(&sa.sa_mask);
         g_streaming = scan;
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
+    }
+    if (!st && merge_mode) {
+        st = oomscan_scan_merge(scan, paths, n_paths, &diag);
+    } else if (!st && live) {
         st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, write_ndjson_flush, dest, &diag);
         if (st == OOMSCAN_ERR_IO) {
             sctx.broken = 1; /* the reader went away */

@@ -20,6 +20,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +150,9 @@ static int limit_bytes(input_stream *s, size_t *cap)
     input_ctx *c = s->counted;
     uint64_t raw = __atomic_load_n(&c->raw_in, __ATOMIC_RELAXED);
     char a[32], b[32];
-    if (c->delivered >= c->lim.max_bytes)
+    if (c->lim.stop && *c->lim.stop)
+        snprintf(s->err, sizeof s->err, "interrupted after %s: not read to the end", human(c->delivered, a, sizeof a));
+    else if (c->delivered >= c->lim.max_bytes)
         snprintf(s->err, sizeof s->err, "stopped after %s of decoded data: the limit per input (--limit bytes=%llu)",
                  human(c->delivered, a, sizeof a), (unsigned long long)c->lim.max_bytes);
     else if (c->delivered > c->lim.ratio_after && c->delivered / c->lim.max_ratio > raw)
@@ -520,6 +523,18 @@ static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap
 {
     fd_src *f = ud;
     for (;;) {
+        /* A pipe may block for ever: wait in short slices so a stop (a signal that reached another
+         * thread) is seen. A regular file never blocks. */
+        while (!f->c->regular && f->c->lim.stop) {
+            if (*f->c->lim.stop) {
+                snprintf(err, errcap, "interrupted: not read to the end");
+                return -1;
+            }
+            struct pollfd p = {f->fd, POLLIN, 0};
+            int pr = poll(&p, 1, 200);
+            if (pr > 0 || (pr < 0 && errno != EINTR))
+                break; /* readable, at the end, or an error read() will tell */
+        }
         ssize_t n = read(f->fd, buf, cap);
         if (n > 0)
             __atomic_fetch_add(&f->c->raw_in, (uint64_t)n, __ATOMIC_RELAXED);
@@ -529,13 +544,17 @@ static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap
             snprintf(err, errcap, "read error: %s", strerror(errno));
             return -1;
         }
+        if (f->c->lim.stop && *f->c->lim.stop) { /* a stop signal: do not wait on a pipe again */
+            snprintf(err, errcap, "interrupted: not read to the end");
+            return -1;
+        }
     }
 }
 
 static void limits_fill(input_limits *out, const input_limits *lim)
 {
     input_limits d = {INPUT_MAX_BYTES_DEFAULT, INPUT_MAX_RATIO_DEFAULT, INPUT_RATIO_AFTER_DEFAULT,
-                      INPUT_MAX_MEMBERS_DEFAULT, INPUT_MAX_DEPTH_DEFAULT};
+                      INPUT_MAX_MEMBERS_DEFAULT, INPUT_MAX_DEPTH_DEFAULT, NULL};
     *out = d;
     if (!lim)
         return;
@@ -549,6 +568,7 @@ static void limits_fill(input_limits *out, const input_limits *lim)
         out->max_members = lim->max_members;
     if (lim->max_depth)
         out->max_depth = lim->max_depth;
+    out->stop = lim->stop;
 }
 
 static oomscan_status open_fd(int fd, const char *name, const input_limits *lim, input_source_fn fn, void *ud,

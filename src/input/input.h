@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "base/status.h"
@@ -33,6 +34,9 @@ typedef struct {
     uint64_t ratio_after; /* default 64 MiB: small bombs are cheap, real logs compress ~10-50:1 */
     uint64_t max_members; /* archive entries in one input, nested ones included; default 100000 */
     unsigned max_depth;   /* archives inside archives; a deeper one is scanned as raw bytes; default 3 */
+    /* Set (from a signal handler) to stop: the source being read fails with "interrupted", a blocked
+     * read() that a signal interrupts returns, and no further source is delivered. NULL: none. */
+    const volatile sig_atomic_t *stop;
 } input_limits;
 
 #define INPUT_MAX_BYTES_DEFAULT (64ull << 30)

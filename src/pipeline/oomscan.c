@@ -303,7 +303,7 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     diag_clear(&d);
     const oomscan_limits *l = &s->opt.limits;
     input_limits lim = {.max_bytes = l->max_bytes, .max_ratio = l->max_ratio, .max_members = l->max_members,
-                        .max_depth = l->max_depth};
+                        .max_depth = l->max_depth, .stop = &s->cancel};
     oomscan_status st = input_open_limited(u->path, &lim, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
         const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
@@ -385,7 +385,15 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (i >= s->n_units)
             break;
-        if (w->status == OOMSCAN_OK) {
+        if (s->cancel) {
+            /* stopped by a signal: the inputs not begun are listed as not read, the report says so */
+            scan_unit *u = &s->units[i];
+            input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path : "<stdin>", NULL);
+            if (r) {
+                r->status = INPUT_ERROR;
+                r->error = strdup("not read: interrupted before this input");
+            }
+        } else if (w->status == OOMSCAN_OK) {
             /* framework votes are per input: a fresh state for each */
             phase_free(ps);
             ps = phase_new(s->db->p);
