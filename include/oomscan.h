@@ -131,7 +131,14 @@ size_t oomscan_scan_finding_count(const oomscan_scan *scan);
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-typedef enum { OOMSCAN_FMT_TEXT, OOMSCAN_FMT_JSON, OOMSCAN_FMT_NDJSON, OOMSCAN_FMT_TICKET } oomscan_format;
+typedef enum {
+    OOMSCAN_FMT_TEXT,
+    OOMSCAN_FMT_JSON,
+    OOMSCAN_FMT_NDJSON,
+    OOMSCAN_FMT_TICKET,
+    OOMSCAN_FMT_MARKDOWN,   /* one report per job to attach (docs/markdown.md) */
+    OOMSCAN_FMT_OPENMETRICS /* counters for Prometheus (docs/metrics.md) */
+} oomscan_format;
 
 /* OOMSCAN_FMT_TICKET writes one JSON object per line per root finding (docs/ticketing.md): oomscan's
  * own ticket, or the request body of GitHub's or Jira's create-issue call. */

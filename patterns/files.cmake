@@ -5,6 +5,7 @@ set(OOMSCAN_DATA_FILES
   context/prefixes.json
   context/xid.json
   failures/dataloader.json
+  failures/dumps.json
   failures/kernel.json
   failures/nccl.json
   failures/python.json

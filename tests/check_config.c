@@ -9,18 +9,22 @@
 #include "check_main.h"
 
 /* Feed every line of `text` to config_capture as the scanner would (the whole text before a line
- * is its context). */
+ * is its context, counted by one tracker as the lines pass). */
 static config_store *capture(const char *text, const char *const *lits, size_t n)
 {
     config_store *st = NULL;
+    config_tracker *tr = config_tracker_new();
+    ck_assert_ptr_nonnull(tr);
     size_t len = strlen(text), s = 0;
     while (s < len) {
         size_t e = s;
         while (e < len && text[e] != '\n')
             e++;
-        ck_assert_int_ge(config_capture(&st, lits, n, text, s, e, "", "t.log", 0), 0);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_ge(config_capture(&st, tr, lits[i], text, 0, s, e, "", "t.log", 0), 0);
         s = e + 1;
     }
+    config_tracker_free(tr);
     return st;
 }
 
@@ -95,6 +99,51 @@ START_TEST(test_config_verl_pprint_nesting_from_brackets)
     /* the actor's Megatron TP is not the rollout engine's TP */
     EQ(val(st, "actor_rollout_ref.rollout.tensor_model_parallel_size"), "(none)");
     config_store_free(st);
+}
+END_TEST
+
+/* The scanner drops a processed region from its buffer: what the tracker counted of the dump before
+ * (config_tracker_pass) still gives the enclosing keys of a setting printed after the cut. */
+START_TEST(test_config_nesting_remembered_across_regions)
+{
+    const char *cut = strstr(VERL_330, "(main_task pid=8918) 'megatron'");
+    ck_assert_ptr_nonnull(cut);
+    while (cut > VERL_330 && cut[-1] != '\n')
+        cut--;
+    size_t first = (size_t)(cut - VERL_330);
+    const char *lits[] = {"tensor_model_parallel_size", "entropy_coeff"};
+    config_store *st = NULL;
+    config_tracker *tr = config_tracker_new();
+    /* region 1: the lines before the cut, one of them a setting (so the tracker is in use) */
+    for (size_t s = 0, e; s < first; s = e + 1) {
+        for (e = s; VERL_330[e] != '\n'; e++)
+            ;
+        ck_assert_int_ge(config_capture(&st, tr, lits[1], VERL_330, 0, s, e, "", "t.log", 0), 0);
+    }
+    config_tracker_pass(tr, VERL_330, 0, first);
+    /* region 2: only the rest is in the buffer, at stream offset `first` */
+    char *rest = strdup(cut);
+    for (size_t s = 0, e; rest[s]; s = e + 1) {
+        for (e = s; rest[e] != '\n'; e++)
+            ;
+        ck_assert_int_ge(config_capture(&st, tr, lits[0], rest, first, s, e, "", "t.log", 0), 0);
+    }
+    EQ(path_of(st, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"),
+       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size");
+    EQ(val(st, "actor_rollout_ref.actor.entropy_coeff"), "0.001");
+    /* a tracker that lost its place (never used before the cut) knows only the line's own brackets */
+    config_tracker_reset(tr);
+    config_store *st2 = NULL;
+    for (size_t s = 0, e; rest[s]; s = e + 1) {
+        for (e = s; rest[e] != '\n'; e++)
+            ;
+        ck_assert_int_ge(config_capture(&st2, tr, lits[0], rest, first, s, e, "", "t.log", 0), 0);
+    }
+    EQ(path_of(st2, "tensor_model_parallel_size"), "megatron.tensor_model_parallel_size");
+    free(rest);
+    config_tracker_free(tr);
+    config_store_free(st);
+    config_store_free(st2);
 }
 END_TEST
 
@@ -290,9 +339,11 @@ START_TEST(test_config_last_value_wins_and_jobs_apart)
     const char t1[] = "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=32 \\\n";
     const char t2[] = "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16 \\\n";
     config_store *st = NULL;
-    ck_assert_int_eq(config_capture(&st, lits, 1, t1, 0, sizeof t1 - 2, "100", "a.log", 1), 1);
-    ck_assert_int_eq(config_capture(&st, lits, 1, t2, 0, sizeof t2 - 2, "100", "a.log", 9), 1);
-    ck_assert_int_eq(config_capture(&st, lits, 1, t1, 0, sizeof t1 - 2, "200", "b.log", 1), 1);
+    config_tracker *tr = config_tracker_new();
+    ck_assert_int_eq(config_capture(&st, tr, lits[0], t1, 0, 0, sizeof t1 - 2, "100", "a.log", 1), 1);
+    ck_assert_int_eq(config_capture(&st, tr, lits[0], t2, 0, 0, sizeof t2 - 2, "100", "a.log", 9), 1);
+    ck_assert_int_eq(config_capture(&st, tr, lits[0], t1, 0, 0, sizeof t1 - 2, "200", "b.log", 1), 1);
+    config_tracker_free(tr);
     EQ(config_lookup(st, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "100")->value, "16");
     EQ(config_lookup(st, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "200")->value, "32");
     /* merging keeps each job's latest */
@@ -343,6 +394,7 @@ int main(void)
     TCase *tc = tcase_create("capture");
     tcase_add_test(tc, test_config_literal_spellings);
     tcase_add_test(tc, test_config_verl_pprint_nesting_from_brackets);
+    tcase_add_test(tc, test_config_nesting_remembered_across_regions);
     tcase_add_test(tc, test_config_verl_fragment_by_leaf);
     tcase_add_test(tc, test_config_verl_overrides);
     tcase_add_test(tc, test_config_yaml_nesting_from_indentation);

@@ -6,7 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <cjson/cJSON.h>
+#include <iconv.h>
 
 #include "oomscan.h"
 #include "check_main.h"
@@ -40,8 +43,8 @@ static void db_setup(void)
 
 static void db_teardown(void) { oomscan_db_free(g_db); }
 
-/* Scan `path` and write it in `fmt` (ticket style `style`); the caller frees the text. */
-static char *render(const char *path, oomscan_format fmt, oomscan_ticket_style style)
+/* Scan `path` and write it as `out` says; the caller frees the text. */
+static char *render_out(const char *path, const oomscan_output *out)
 {
     oomscan_scan *s;
     oomscan_diag d = {0};
@@ -49,11 +52,16 @@ static char *render(const char *path, oomscan_format fmt, oomscan_ticket_style s
     ck_assert_int_eq(oomscan_scan_new(&s, g_db, &opt, &d), OOMSCAN_OK);
     const char *paths[] = {path};
     ck_assert_int_eq(oomscan_scan_paths(s, paths, 1, &d), OOMSCAN_OK);
-    oomscan_output out = {.format = fmt, .ticket_style = style, .jira_project = "OPS"};
     mbuf b = {0};
-    ck_assert_int_eq(oomscan_scan_write(s, &out, mbuf_write, &b), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_scan_write(s, out, mbuf_write, &b), OOMSCAN_OK);
     oomscan_scan_free(s);
     return b.p ? b.p : strdup("");
+}
+
+static char *render(const char *path, oomscan_format fmt, oomscan_ticket_style style)
+{
+    oomscan_output out = {.format = fmt, .ticket_style = style, .jira_project = "OPS"};
+    return render_out(path, &out);
 }
 
 /* A ticket's body (for each style, where the tracker keeps it), with markup escapes removed. */
@@ -154,6 +162,115 @@ START_TEST(test_emit_text_says_no_failure)
 }
 END_TEST
 
+/* A real OOM line (fixtures/golden), with what a hostile or broken log may add to it. */
+#define OOM_LINE "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a " \
+                 "total capacity of 79.10 GiB of which 6.00 MiB is free."
+
+static char *write_temp(const char *suffix, const char *data, size_t len)
+{
+    char *path = malloc(64);
+    snprintf(path, 64, "/tmp/check_emit_XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+/* A tar holding one member named `member` with `data`. */
+static char *write_tar(const char *member, const char *data)
+{
+    char *path = write_temp(".tar", "", 0);
+    struct archive *a = archive_write_new();
+    archive_write_set_format_ustar(a); /* names as raw bytes, as old tars carry them */
+    ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_copy_pathname(e, member);
+    archive_entry_set_size(e, (la_int64_t)strlen(data));
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_data(a, data, strlen(data)), (la_ssize_t)strlen(data));
+    archive_entry_free(e);
+    archive_write_close(a);
+    archive_write_free(a);
+    return path;
+}
+
+/* Valid UTF-8, as glibc's converter (not oomscan's own code) judges it. */
+static int is_utf8(const char *s)
+{
+    iconv_t cd = iconv_open("UTF-8", "UTF-8");
+    ck_assert(cd != (iconv_t)-1);
+    size_t inleft = strlen(s), outleft = inleft + 16;
+    char *out = malloc(outleft), *op = out, *ip = (char *)s;
+    size_t rc = iconv(cd, &ip, &inleft, &op, &outleft);
+    iconv_close(cd);
+    free(out);
+    return rc != (size_t)-1 && inleft == 0;
+}
+
+/* An archive member name and a log line with invalid UTF-8: the JSON, every NDJSON record and the
+ * tickets stay valid UTF-8 and parse; the member's raw name is kept as member_raw. (The bytes used to
+ * reach the JSON as they were: no strict parser would read it.) */
+START_TEST(test_emit_json_is_utf8_whatever_the_bytes)
+{
+    char *tar = write_tar("node\xe9/rank\xff.log", "step 5\n" OOM_LINE " host=gpu\xfe\xc3\n");
+    static const oomscan_format fmts[] = {OOMSCAN_FMT_JSON, OOMSCAN_FMT_NDJSON, OOMSCAN_FMT_TICKET};
+    for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++) {
+        char *out = render(tar, fmts[i], OOMSCAN_TICKET_PLAIN);
+        ck_assert_msg(strstr(out, "OutOfMemoryError"), "format %zu found nothing: %.300s", i, out);
+        ck_assert_msg(is_utf8(out), "format %zu wrote invalid UTF-8", i);
+        /* every line of NDJSON and tickets, and the document, parse */
+        for (char *line = strtok(fmts[i] == OOMSCAN_FMT_JSON ? out : out, fmts[i] == OOMSCAN_FMT_JSON ? "" : "\n"); line;
+             line = strtok(NULL, "\n")) {
+            cJSON *j = cJSON_Parse(line);
+            ck_assert_msg(j != NULL, "format %zu: does not parse: %.200s", i, line);
+            cJSON_Delete(j);
+        }
+        free(out);
+    }
+    char *json = render(tar, OOMSCAN_FMT_JSON, OOMSCAN_TICKET_PLAIN);
+    cJSON *doc = cJSON_Parse(json);
+    const cJSON *src = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0), "source");
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(src, "member")), "node\xef\xbf\xbd/rank\xef\xbf\xbd.log");
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(src, "member_raw")), "node\\xe9/rank\\xff.log");
+    const cJSON *in0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "inputs"), 0);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(in0, "member_raw")), "node\\xe9/rank\\xff.log");
+    cJSON_Delete(doc);
+    free(json);
+    unlink(tar);
+    free(tar);
+}
+END_TEST
+
+/* A kernel OOM whose process name would set the terminal's title (ESC ] 0; ... BEL), clear the screen
+ * (ESC [2J) and start a C1 CSI reaches the text report escaped: no ESC or BEL from the log is written,
+ * with or without colour. (The captured name used to be printed raw in the "numbers" line.) */
+START_TEST(test_emit_text_escapes_control_characters)
+{
+    static const char log[] = "May 15 23:09:30 node1 kernel: [  518.050606] Out of memory: Killed process 15784 "
+                              "(py\033]0;pwned\007\033[2J\xc2\x9b" "31m) total-vm:11964kB, anon-rss:4288kB, "
+                              "file-rss:3028kB, shmem-rss:0kB\n";
+    char *path = write_temp(".log", log, sizeof log - 1);
+    for (int color = 0; color <= 1; color++) {
+        oomscan_output out = {.format = OOMSCAN_FMT_TEXT, .color = color, .verbose = 1};
+        mbuf b = {.p = render_out(path, &out)};
+        ck_assert_msg(strstr(b.p, "\\x1b]0;pwned\\x07\\x1b[2J"), "escapes missing:\n%s", b.p);
+        ck_assert_msg(!strchr(b.p, '\007') && !strstr(b.p, "\033]") && !strstr(b.p, "\033[2J"),
+                      "a control sequence from the log reached the report (colour %d)", color);
+        for (const char *p = b.p; (p = strchr(p, '\033')); p++) /* only our own SGR colour codes */
+            ck_assert_msg(p[1] == '[' && strspn(p + 2, "0123456789") > 0 && p[2 + strspn(p + 2, "0123456789")] == 'm',
+                          "ESC not ours at %.10s", p);
+        ck_assert_msg(is_utf8(b.p), "the report is not UTF-8");
+        ck_assert_msg(!strstr(b.p, "\xc2\x9b"), "C1 CSI from the log reached the report");
+        free(b.p);
+    }
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 static Suite *emit_suite(void)
 {
     Suite *s = suite_create("emit");
@@ -162,6 +279,8 @@ static Suite *emit_suite(void)
     tcase_add_test(tc, test_emit_text_json_ticket_same_change);
     tcase_add_test(tc, test_emit_ticket_labels_follow_json);
     tcase_add_test(tc, test_emit_text_says_no_failure);
+    tcase_add_test(tc, test_emit_json_is_utf8_whatever_the_bytes);
+    tcase_add_test(tc, test_emit_text_escapes_control_characters);
     suite_add_tcase(s, tc);
     return s;
 }

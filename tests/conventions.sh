@@ -47,7 +47,7 @@ complete_words() { # words...: what completing the last word offers
     sh "$comp" "$@" 2> /dev/null | sort | tr '\n' ' '
 }
 [ "$(complete_words oomscan --for)" = "--format " ] && ok || bad "completion of --for: $(complete_words oomscan --for)"
-[ "$(complete_words oomscan -f '')" = "json ndjson text ticket " ] && ok || bad "completion of -f values"
+[ "$(complete_words oomscan -f '')" = "json markdown ndjson openmetrics text ticket " ] && ok || bad "completion of -f values"
 [ "$(complete_words oomscan --ticket-style g)" = "github " ] && ok || bad "completion of --ticket-style values"
 [ "$(complete_words oomscan --color n)" = "never " ] && ok || bad "completion of --color values"
 [ "$(complete_words oomscan mer)" = "merge " ] && ok || bad "completion of the merge subcommand"

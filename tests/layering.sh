@@ -2,7 +2,7 @@
 # layering.sh SRC_DIR MAX_UP [LIBRARY.a] - the dependencies of src/ follow the pipeline's layer order,
 # with no loop.
 #
-# Layers, lowest first: base < input < db < match < story < advice < result < emit < pipeline < cli.
+# Layers, lowest first: base < input < db < match < story < dumps < advice < result < emit < pipeline < cli.
 # A file may include headers of its own layer or of a lower one. Including a higher layer's header is
 # allowed only when the include line says why in a comment ("layering: <reason>"), and there may be at
 # most MAX_UP such dependencies (a module including one higher layer, by however many lines, is one;
@@ -16,7 +16,7 @@ set -u
 src=${1:?usage: layering.sh SRC_DIR MAX_UP [LIBRARY.a]}
 max_up=${2:?usage: layering.sh SRC_DIR MAX_UP [LIBRARY.a]}
 lib=${3:-}
-order="base input db match story advice result emit pipeline cli"
+order="base input db match story dumps advice result emit pipeline cli"
 
 rank() { # rank LAYER -> its position, or nothing when it is not a layer
     i=0

@@ -113,5 +113,15 @@ gzip -c "$g/nccl-error-after-oom.log" | "$oomscan" --format ndjson > gz.ndjson 2
 [ $rc -eq 2 ] && ok || bad "gzip on a pipe: exit $rc, want 2"
 grep -q 'compressed' gz.err && ok || bad "gzip on a pipe: no reason given: $(cat gz.err)"
 
+# 5. The stream sniffs with input.c's sniffer: a log whose first line starts with "BZh" (not bzip2's
+#    "BZh" plus a block-size digit) scans on a pipe as it does as a file (it used to be refused as
+#    compressed).
+{ echo "BZhang trainer: starting run"; cat "$g/nccl-error-after-oom.log"; } > bzh.log
+"$oomscan" --format ndjson bzh.log > bzh.file.ndjson 2>/dev/null
+cat bzh.log | "$oomscan" --format ndjson > bzh.pipe.ndjson 2> bzh.err; rc=$?
+[ $rc -eq 1 ] && ok || bad "BZh text on a pipe: exit $rc, want 1 ($(cat bzh.err))"
+[ "$(nids bzh.pipe.ndjson)" = "$(nids bzh.file.ndjson)" ] && [ "$(nids bzh.file.ndjson)" -gt 0 ] && ok ||
+    bad "BZh text on a pipe: $(nids bzh.pipe.ndjson) findings, as a file $(nids bzh.file.ndjson)"
+
 echo "stream: $passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -34,6 +34,9 @@
 #   OOMSCAN_EXTRA_PATHS  more files or folders to scan, space-separated, %j = job id
 #   OOMSCAN_TICKET_CMD   command reading one ticket on stdin, e.g. docs/examples/ticket-github.sh
 #   OOMSCAN_TICKET_STYLE plain, github or jira (default: github); jira needs OOMSCAN_JIRA_PROJECT
+#   OOMSCAN_TEXTFILE_DIR node exporter's textfile directory (--collector.textfile.directory): when set,
+#                        the node's counters (oomscan --format openmetrics, added up over every job this
+#                        node ran) are kept in DIR/oomscan.prom, replaced atomically (docs/metrics.md)
 #   SCONTROL             the scontrol binary (default: scontrol from PATH)
 
 # slurmd sets no PATH: without one, neither oomscan nor timeout, setpriv or logger would be found.
@@ -134,6 +137,33 @@ if [ -s "$tmp" ]; then
 else
   rm -f "$tmp"
   log "no failure found"
+fi
+
+# Counters for Prometheus: this job's, added to what the node's file already holds (a counter only
+# grows; one file per node, since the textfile collector refuses a series that two files both hold).
+if [ -n "${OOMSCAN_TEXTFILE_DIR:-}" ] && [ -s "$dest" ]; then
+  prom="$OOMSCAN_TEXTFILE_DIR/oomscan.prom"
+  ptmp="$OOMSCAN_TEXTFILE_DIR/.oomscan.prom.$$" # not *.prom: the collector must never read it half-written
+  if scan openmetrics > "$ptmp.job" 2> /dev/null || [ -s "$ptmp.job" ]; then
+    # every series of both files, values summed, each family's lines kept together (the text format
+    # wants a family's samples contiguous), families and series in order of first appearance
+    awk '/^# EOF/ || NF == 0 { next }
+         /^# (HELP|TYPE) / { fam = $3; if (!(fam in hdr)) { order[++nf] = fam; hdr[fam] = "" }
+                             if (index(hdr[fam], $2) == 0) hdr[fam] = hdr[fam] $0 "\n"; next }
+         /^#/ { next }
+         { name = $1; sub(/\{.*/, "", name); fam = name
+           if (!(fam in hdr)) { order[++nf] = fam; hdr[fam] = "" }
+           if (!($1 in val)) { ns[fam]++; ser[fam, ns[fam]] = $1 }
+           val[$1] += $NF }
+         END { for (i = 1; i <= nf; i++) { f = order[i]; printf "%s", hdr[f]
+                 for (j = 1; j <= ns[f]; j++) print ser[f, j], val[ser[f, j]] }
+               print "# EOF" }' \
+      "$( [ -s "$prom" ] && echo "$prom" || echo /dev/null)" "$ptmp.job" > "$ptmp" &&
+      mv -f "$ptmp" "$prom" || err "cannot write $prom"
+  else
+    err "oomscan --format openmetrics failed"
+  fi
+  rm -f "$ptmp" "$ptmp.job"
 fi
 
 if [ -n "${OOMSCAN_TICKET_CMD:-}" ] && [ $on_batch_host = 1 ] && [ -s "$dest" ]; then

@@ -31,7 +31,7 @@ static void usage(FILE *f)
           "       oomscan summary [--format text|json] INPUT...  failures across many jobs\n"
           "Tells why a GPU training job died, from its logs. More: man oomscan.\n"
           "\n"
-          "  -f, --format FMT        text (default), json, ndjson or ticket\n"
+          "  -f, --format FMT        text, json, ndjson, ticket, markdown or openmetrics\n"
           "  -o, --output FILE       write the report to FILE, atomically\n"
           "  -j, --jobs N            scan N inputs in parallel (default: all cores)\n"
           "  -v, --verbose           text: every finding, not only the root causes\n"
@@ -289,8 +289,12 @@ int main(int argc, char **argv)
                 out.format = OOMSCAN_FMT_NDJSON;
             else if (strcmp(optarg, "ticket") == 0)
                 out.format = OOMSCAN_FMT_TICKET;
+            else if (strcmp(optarg, "markdown") == 0 || strcmp(optarg, "md") == 0)
+                out.format = OOMSCAN_FMT_MARKDOWN;
+            else if (strcmp(optarg, "openmetrics") == 0)
+                out.format = OOMSCAN_FMT_OPENMETRICS;
             else {
-                fprintf(stderr, "oomscan: unknown format '%s' (text, json, ndjson or ticket)\n", optarg);
+                fprintf(stderr, "oomscan: unknown format '%s' (text, json, ndjson, ticket, markdown or openmetrics)\n", optarg);
                 return EXIT_TROUBLE;
             }
             break;

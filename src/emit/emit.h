@@ -28,4 +28,12 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
  * OOMSCAN_ERR_USAGE for the Jira style without a project. */
 oomscan_status emit_tickets(const result *r, const oomscan_output *out, oomscan_write_fn fn, void *ud);
 
+/* The report to attach to a ticket, a chat thread or a PR (docs/markdown.md): one section per job,
+ * root cause first, numbers and cascade as tables, the checklist as the user types it. */
+oomscan_status emit_markdown(const result *r, oomscan_write_fn fn, void *ud);
+
+/* Counters by class, phase, framework and role, inputs by status, ending in "# EOF"
+ * (docs/metrics.md). */
+oomscan_status emit_openmetrics(const result *r, oomscan_write_fn fn, void *ud);
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "base/timefmt.h"
 #include "emit/report.h"
+#include "emit/safe.h"
 
 static cJSON *loc_json(const story_loc *l)
 {
@@ -21,6 +22,8 @@ static cJSON *loc_json(const story_loc *l)
         cJSON_AddNullToObject(o, "member");
     cJSON_AddNumberToObject(o, "line", (double)l->line);
     cJSON_AddNumberToObject(o, "offset", (double)l->offset);
+    if (l->kind) /* a crash dump, not a log line (docs/inputs.md) */
+        cJSON_AddStringToObject(o, "kind", l->kind);
     if (l->has_time) {
         char t[64];
         timefmt_format(&l->time, t, sizeof t);
@@ -109,6 +112,7 @@ cJSON *emit_finding_json(const result_finding *rf)
         cJSON_AddNullToObject(o, "caused_by");
     if (f->note)
         cJSON_AddStringToObject(o, "note", f->note);
+    (void)safe_json(o); /* names and log text may hold any bytes; out of memory leaves them blanked */
     return o;
 }
 
@@ -139,6 +143,7 @@ cJSON *emit_json(const result *r)
             cJSON_AddStringToObject(o, "container", in->container);
         if (in->lines_cut)
             cJSON_AddNumberToObject(o, "lines_cut", (double)in->lines_cut);
+        (void)safe_json(o);
         cJSON_AddItemToArray(inputs, o);
     }
     cJSON *arr = cJSON_AddArrayToObject(doc, "findings");

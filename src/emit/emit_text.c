@@ -6,15 +6,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/values.h"
 #include "emit/emit.h"
 #include "emit/report.h"
+#include "emit/safe.h"
 
 typedef struct {
     oomscan_write_fn fn;
     void *ud;
     int failed;
     int color;
+    char esc[6][8192]; /* E()'s buffers, used in turn: enough for the arguments of one w() */
+    int next;
 } out;
+
+/* Text from a log or a name, made inert for a terminal (emit/safe.h), at most `max` bytes of it, cut
+ * at a character. Valid until six more calls. */
+static const char *E_(out *o, const char *s, size_t max)
+{
+    char cut[2048];
+    size_t n = s ? strlen(s) : 0;
+    if (n > max && max < sizeof cut) {
+        while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+            max--;
+        memcpy(cut, s, max);
+        cut[max] = '\0';
+        s = cut;
+    }
+    char *b = o->esc[o->next];
+    o->next = (o->next + 1) % 6;
+    return safe_text(b, sizeof o->esc[0], s);
+}
+#define E(o, s) E_((o), (s), (size_t)-1)
 
 static void w(out *o, const char *fmt, ...)
 {
@@ -56,6 +79,42 @@ static void xid_line(out *o, const finding *f)
     w(o, "  Xid %.0f: %s (%s)\n", x->valuedouble, meaning, hint);
 }
 
+/* A CUDA memory snapshot read beside the OOM (src/dumps/memsnap.c): what it measured, so that
+ * fragmentation is stated, not guessed, and the largest allocation sites are named. */
+static void snapshot_line(out *o, const finding *f)
+{
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot");
+    if (!cJSON_IsObject(sn))
+        return;
+    char res[48], al[48], lf[48], fc[48], rq[48];
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "reserved_bytes")), res, sizeof res);
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "allocated_bytes")), al, sizeof al);
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "largest_free_block_bytes")), lf, sizeof lf);
+    values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "free_cached_bytes")), fc, sizeof fc);
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(sn, "requested_bytes");
+    values_human_bytes(cJSON_GetNumberValue(req), rq, sizeof rq);
+    w(o, "  memory snapshot: %s reserved, %s allocated in %.0f segments; largest free block %s of %s free in the cache "
+         "(fragmentation %.0f%%)",
+      res, al, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "segments")), lf, fc,
+      100.0 * cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sn, "fragmentation")));
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sn, "fragmented")))
+        w(o, ": the %s request fit the free cache but no free block", rq);
+    else if (cJSON_IsNumber(req))
+        w(o, "; request %s", rq);
+    w(o, "\n");
+    const cJSON *site;
+    int n = 0;
+    cJSON_ArrayForEach(site, cJSON_GetObjectItemCaseSensitive(sn, "top_sites"))
+    {
+        if (++n > 3)
+            break;
+        char b[48];
+        values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(site, "bytes")), b, sizeof b);
+        const char *where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(site, "site"));
+        w(o, "    %s held by %s\n", b, E(o, where ? where : "?"));
+    }
+}
+
 static void sentence(out *o, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -64,23 +123,24 @@ static void sentence(out *o, const result_finding *rf)
     report_numbers(f, nums, sizeof nums);
     report_sentence(f, what, sizeof what);
     tax_framework fw = rf->framework;
-    w(o, "%s%sRoot cause:%s %s%s%s [%s, %s]\n", c_(o, BOLD), c_(o, RED), c_(o, RST), c_(o, BOLD), what, c_(o, RST),
+    w(o, "%s%sRoot cause:%s %s%s%s [%s, %s]\n", c_(o, BOLD), c_(o, RED), c_(o, RST), c_(o, BOLD), E(o, what), c_(o, RST),
       tax_class_name(f->cls), fw != FW_UNKNOWN ? tax_framework_name(fw) : "framework unknown");
-    w(o, "  at %s", loc);
+    w(o, "  at %s", E(o, loc));
     if (f->occurrences > 1)
         w(o, ", seen %llu times", (unsigned long long)f->occurrences);
     if (f->ranks.n > 1)
         w(o, " on %zu ranks", f->ranks.n);
     w(o, "\n");
     if (nums[0])
-        w(o, "  numbers: %s\n", nums);
+        w(o, "  numbers: %s\n", E(o, nums));
     xid_line(o, f);
+    snapshot_line(o, f);
     if (f->phase_evidence)
-        w(o, "  %sphase from %s%s\n", c_(o, DIM), f->phase_evidence, c_(o, RST));
+        w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));
     if (f->n_evidence)
-        w(o, "  %s> %.*s%s\n", c_(o, DIM), 400, f->evidence[0], c_(o, RST));
+        w(o, "  %s> %s%s\n", c_(o, DIM), E_(o, f->evidence[0], 400), c_(o, RST));
     if (f->note)
-        w(o, "  note: %s\n", f->note);
+        w(o, "  note: %s\n", E(o, f->note));
 }
 
 static void advice(out *o, const result_finding *rf)
@@ -93,7 +153,8 @@ static void advice(out *o, const result_finding *rf)
         {
             const cJSON *what = cJSON_GetObjectItemCaseSensitive(c, "what");
             const cJSON *ar = cJSON_GetObjectItemCaseSensitive(c, "arithmetic");
-            w(o, "    - %s (%s)\n", cJSON_IsString(what) ? what->valuestring : "", cJSON_IsString(ar) ? ar->valuestring : "");
+            w(o, "    - %s (%s)\n", E(o, cJSON_IsString(what) ? what->valuestring : ""),
+              E(o, cJSON_IsString(ar) ? ar->valuestring : ""));
         }
     }
     const cJSON *r = rf->remediation;
@@ -116,7 +177,7 @@ static void advice(out *o, const result_finding *rf)
                 /* as the user types it (advice/setting.h), "32 -> 16" when the log printed the value */
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
                 if (cJSON_IsString(t))
-                    w(o, "       %s\n", t->valuestring);
+                    w(o, "       %s\n", E(o, t->valuestring));
             }
         }
     }
@@ -124,7 +185,7 @@ static void advice(out *o, const result_finding *rf)
 
 oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_fn fn, void *ud)
 {
-    out o = {fn, ud, 0, color};
+    out o = {.fn = fn, .ud = ud, .color = color};
     const story *st = r->scan.st;
     if (r->n == 0)
         w(&o, "No failure found.\n");
@@ -145,7 +206,7 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
                 if (rows[c].findings)
                     w(&o, "    %-22s %llu line(s) in %zu finding(s)%s%s\n", tax_class_name((tax_class)c),
                       (unsigned long long)rows[c].lines, rows[c].findings, rows[c].ranks[0] ? ", ranks " : "",
-                      rows[c].ranks);
+                      E(&o, rows[c].ranks));
         }
     }
     if (verbose && r->n > 0) {
@@ -156,10 +217,10 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
             report_where(f, loc, sizeof loc);
             report_numbers(f, nums, sizeof nums);
             w(&o, "  [%s] %s %s (%s) at %s, %llu time(s)%s%s\n", f->is_root ? "root" : "consequence",
-              tax_class_name(f->cls), tax_phase_name(f->phase), f->id, loc, (unsigned long long)f->occurrences,
-              nums[0] ? "; " : "", nums);
+              tax_class_name(f->cls), tax_phase_name(f->phase), f->id, E(&o, loc), (unsigned long long)f->occurrences,
+              nums[0] ? "; " : "", E(&o, nums));
             if (f->n_evidence)
-                w(&o, "      > %.*s\n", 300, f->evidence[0]);
+                w(&o, "      > %s\n", E_(&o, f->evidence[0], 300));
         }
     }
     w(&o, "\n");
@@ -172,9 +233,9 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
                 ((!f->first.member && !in->member) || (f->first.member && in->member && strcmp(f->first.member, in->member) == 0)))
                 nf++;
         }
-        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), in->path, in->member ? ":" : "",
-          in->member ? in->member : "", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error",
-          (unsigned long long)in->lines, (unsigned long long)in->bytes, nf, in->error ? " (" : "", in->error ? in->error : "",
+        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), E(&o, in->path), in->member ? ":" : "",
+          E(&o, in->member), in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error",
+          (unsigned long long)in->lines, (unsigned long long)in->bytes, nf, in->error ? " (" : "", E(&o, in->error),
           in->error ? ")" : "");
         if (o.color)
             w(&o, "%s", RST);

@@ -10,6 +10,7 @@
 
 #include "emit/emit.h"
 #include "emit/report.h"
+#include "emit/safe.h"
 
 /* Trackers cap titles (Jira: 255 characters); a cut title still starts with what failed. */
 #define TITLE_MAX 240
@@ -434,6 +435,8 @@ oomscan_status emit_tickets(const result *r, const oomscan_output *out, oomscan_
         if (!r->items[k].is_root)
             continue;
         cJSON *t = ticket_json(r, &r->items[k], out);
+        if (t)
+            (void)safe_json(t);
         char *txt = t ? cJSON_PrintUnformatted(t) : NULL;
         cJSON_Delete(t);
         if (!txt) {

@@ -255,6 +255,8 @@ static kind sniff_kind(const unsigned char *h, size_t n)
     return K_TEXT;
 }
 
+const char *input_sniff(const void *head, size_t n) { return kind_name(sniff_kind(head, n)); }
+
 /* ---- delivery --------------------------------------------------------------------------------- */
 
 static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, const char *member,

@@ -78,6 +78,11 @@ oomscan_status input_open_limited(const char *path, const input_limits *lim, inp
 /* Same for an already open file descriptor, named `name` in messages; the fd is not closed. */
 oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void *ud, oomscan_diag *diag);
 
+/* What the first `n` bytes of a source announce: "text" (none of the below), "gzip", "zstd", "xz",
+ * "bzip2", "tar" (needs 512 bytes) or "zip". The sniffer input_open_path uses, for callers that read
+ * bytes themselves (a live stream, --state's check for a plain file). */
+const char *input_sniff(const void *head, size_t n);
+
 /* The gzip implementation compiled in: "isa-l" or "zlib". */
 const char *input_gzip_backend(void);
 

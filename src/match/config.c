@@ -258,13 +258,94 @@ static size_t key_before(const char *b, size_t lo, size_t o, size_t *ks)
     return e - k;
 }
 
-/* Enclosing keys of a nested dump (Python dict/repr, JSON, dataclass repr), found by walking back
- * over balanced brackets; works whatever the indentation or line prefixes. Quotes are not tracked:
- * brackets inside values are balanced in the dumps that matter. */
-static void brace_context(const char *b, size_t lo, size_t p, comps *out)
+/* ---- enclosing brackets ------------------------------------------------------------------ */
+
+struct config_tracker {
+    int valid;
+    uint64_t upto;  /* stream offset: every bracket before it is counted */
+    size_t n;       /* remembered open brackets, innermost last */
+    size_t deep;    /* opened beyond CONFIG_TRACK_DEPTH, above the remembered ones: keys not kept */
+    struct {
+        char key[COMP_CAP]; /* "" for a bracket with no key before it (a dump's outermost) */
+    } open[CONFIG_TRACK_DEPTH];
+};
+
+config_tracker *config_tracker_new(void) { return calloc(1, sizeof(config_tracker)); }
+
+void config_tracker_free(config_tracker *t) { free(t); }
+
+void config_tracker_reset(config_tracker *t)
 {
-    int depth = 0;
-    for (size_t i = p; i > lo; i--) {
+    t->valid = 0;
+    t->n = t->deep = 0;
+}
+
+/* Count the brackets of buf[from..to) into the tracker: an opening one is remembered with its key,
+ * a closing one forgets the innermost (quotes are not tracked: brackets inside values are balanced in
+ * the dumps that matter). */
+static void track(config_tracker *t, const char *b, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        char c = b[i];
+        if (c != '(' && c != ')' && c != '[' && c != ']' && c != '{' && c != '}')
+            continue;
+        if (c == ')' || c == ']' || c == '}') {
+            if (t->deep)
+                t->deep--;
+            else if (t->n)
+                t->n--;
+            continue;
+        }
+        if (t->n == CONFIG_TRACK_DEPTH) {
+            t->deep++;
+            continue;
+        }
+        size_t ks = 0, kl = key_before(b, 0, i, &ks);
+        if (kl && (b[ks] == '\'' || b[ks] == '"'))
+            ks++;
+        if (kl >= COMP_CAP)
+            kl = COMP_CAP - 1;
+        memcpy(t->open[t->n].key, b + ks, kl);
+        t->open[t->n].key[kl] = '\0';
+        t->n++;
+    }
+}
+
+/* Bring the tracker to buf[ls] (a line start; buf[0] at stream offset base). It restarts (at most
+ * CONFIG_BACK_CAP before ls) when it lost its place: never used, the bytes since gone from the
+ * buffer, or too far behind to be worth reading. */
+static void track_to(config_tracker *t, const char *b, uint64_t base, size_t ls)
+{
+    uint64_t target = base + ls;
+    size_t from;
+    if (!t->valid || t->upto < base || t->upto > target || target - t->upto > CONFIG_BACK_CAP) {
+        t->n = t->deep = 0;
+        from = ls > CONFIG_BACK_CAP ? ls - CONFIG_BACK_CAP : 0;
+    } else {
+        from = (size_t)(t->upto - base);
+    }
+    track(t, b, from, ls);
+    t->upto = target;
+    t->valid = 1;
+}
+
+void config_tracker_pass(config_tracker *t, const char *buf, uint64_t base, size_t end)
+{
+    if (!t->valid || t->upto < base || base + end - t->upto > CONFIG_BACK_CAP) {
+        config_tracker_reset(t);
+        return;
+    }
+    track_to(t, buf, base, end);
+}
+
+/* Enclosing keys of a nested dump (Python dict/repr, JSON, dataclass repr) at b[p] in the line that
+ * starts at b[ls]: the brackets open in the line before p, walking back over balanced ones, then those
+ * the tracker remembers from before the line; stops at a bracket with no key. Works whatever the
+ * indentation or line prefixes. */
+static void brace_context(const config_tracker *t, const char *b, size_t ls, size_t p, comps *out)
+{
+    size_t depth = 0;
+    for (size_t i = p; i > ls; i--) {
         char c = b[i - 1];
         if (c == ')' || c == ']' || c == '}')
             depth++;
@@ -273,7 +354,7 @@ static void brace_context(const char *b, size_t lo, size_t p, comps *out)
                 depth--;
                 continue;
             }
-            size_t ks = 0, kl = key_before(b, lo, i - 1, &ks);
+            size_t ks = 0, kl = key_before(b, 0, i - 1, &ks);
             if (kl == 0)
                 return;
             if (b[ks] == '\'' || b[ks] == '"')
@@ -281,7 +362,19 @@ static void brace_context(const char *b, size_t lo, size_t p, comps *out)
             else
                 push_front(out, b + ks, kl);
             i = ks + 1;
+            if (i <= ls)
+                break;
         }
+    }
+    /* closers the line left unmatched close the innermost remembered brackets */
+    if (t->deep > depth)
+        return;
+    size_t closed = depth - t->deep;
+    for (size_t k = t->n; k > closed; k--) {
+        const char *key = t->open[k - 1 - closed].key;
+        if (!key[0])
+            return;
+        push_front(out, key, strlen(key));
     }
 }
 
@@ -374,8 +467,8 @@ static size_t read_value(const char *b, size_t q, size_t le, char *out)
 }
 
 /* One occurrence of literal `lit` at b[p] in the line b[ls..le). 1 when a value was read. */
-static int capture_at(config_store **st, const char *b, size_t ls, size_t le, size_t p, const char *lit,
-                      const char *job, const char *file, uint64_t line)
+static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
+                      size_t p, const char *lit, const char *job, const char *file, uint64_t line)
 {
     size_t len = strlen(lit), q = p + len;
     if (q < le && (ident(b[q]) || b[q] == '-'))
@@ -446,10 +539,12 @@ static int capture_at(config_store **st, const char *b, size_t ls, size_t le, si
     }
     if (!sbatch && !dotted && !flag) {
         size_t lo = p > CONFIG_BACK_CAP ? p - CONFIG_BACK_CAP : 0;
-        if (yaml)
+        if (yaml) {
             yaml_context(b, lo, ls, p, &path);
-        else
-            brace_context(b, lo, quoted ? p - 1 : p, &path);
+        } else {
+            track_to(tr, b, base, ls);
+            brace_context(tr, b, ls, quoted ? p - 1 : p, &path);
+        }
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
         size_t l2 = len < COMP_CAP ? len : COMP_CAP - 1;
@@ -465,23 +560,21 @@ static int capture_at(config_store **st, const char *b, size_t ls, size_t le, si
     return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
 }
 
-int config_capture(config_store **st, const char *const *lits, size_t n, const char *buf, size_t start,
-                   size_t end, const char *job, const char *file, uint64_t line)
+int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
+                   size_t start, size_t end, const char *job, const char *file, uint64_t line)
 {
     int got = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(lits[i]);
-        const char *s = buf + start;
-        while ((size_t)(buf + end - s) >= len) {
-            const char *hit = memmem(s, (size_t)(buf + end - s), lits[i], len);
-            if (!hit)
-                break;
-            int rc = capture_at(st, buf, start, end, (size_t)(hit - buf), lits[i], job, file, line);
-            if (rc < 0)
-                return -1;
-            got += rc;
-            s = hit + len;
-        }
+    size_t len = strlen(lit);
+    const char *s = buf + start;
+    while ((size_t)(buf + end - s) >= len) {
+        const char *hit = memmem(s, (size_t)(buf + end - s), lit, len);
+        if (!hit)
+            break;
+        int rc = capture_at(st, tr, buf, base, start, end, (size_t)(hit - buf), lit, job, file, line);
+        if (rc < 0)
+            return -1;
+        got += rc;
+        s = hit + len;
     }
     return got;
 }

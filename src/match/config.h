@@ -16,6 +16,7 @@
 
 #define CONFIG_MAX_COMPONENTS 8
 #define CONFIG_BACK_CAP (256u * 1024u) /* how far back a dump is read for the enclosing keys */
+#define CONFIG_TRACK_DEPTH 64       /* open brackets remembered with their keys */
 
 typedef struct {
     char *path;  /* dotted, normalised (no leading dashes, '-' -> '_'), as much as the log shows */
@@ -43,12 +44,25 @@ int config_store_merge(config_store **dst, config_store **src);
  * Returns 1 when the key can be read from a log (a real key, long enough to be rare), else 0. */
 int config_literal(const char *key, char *lit, size_t cap, char *alt, size_t altcap);
 
-/* Read the settings named by `lits` (n of them, the texts config_literal gave) from the line
- * buf[start..end). buf[0..start) is earlier text of the same stream, used to find the keys that
- * enclose a nested dump line. Values land in *st (created on first use). Returns the number of
- * settings read, -1 out of memory. */
-int config_capture(config_store **st, const char *const *lits, size_t n, const char *buf, size_t start,
-                   size_t end, const char *job, const char *file, uint64_t line);
+/* What the scan has passed of a nested dump: the brackets still open before the scan position, each
+ * with the key written before it ("'actor': {"), so that a setting printed deep in a dump finds its
+ * enclosing keys without reading back (a log that echoes settings stays linear). Per source: the
+ * scanner owns one, resets it at each source and lets it pass each processed region. */
+typedef struct config_tracker config_tracker;
+config_tracker *config_tracker_new(void);
+void config_tracker_free(config_tracker *t);
+void config_tracker_reset(config_tracker *t);
+
+/* The scan moves past buf[0..end) (buf[0] is at stream offset `base`): a tracker in use (a setting
+ * read in the last CONFIG_BACK_CAP bytes) counts the brackets up to there, else it forgets. */
+void config_tracker_pass(config_tracker *t, const char *buf, uint64_t base, size_t end);
+
+/* Read setting `lit` (a text config_literal gave) wherever it occurs in the line buf[start..end).
+ * buf[0] is at stream offset `base`; buf[0..start) is earlier text of the same stream, read (with what
+ * `tr` remembers from before it) for the keys that enclose a nested dump line. Values land in *st
+ * (created on first use). Returns the number of values read, -1 out of memory. */
+int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
+                   size_t start, size_t end, const char *job, const char *file, uint64_t line);
 
 /* The value the job used for checklist key `key` in job `job` ("" matches every job): the entry whose
  * path agrees with the most trailing components of the key (one a suffix of the other), the latest

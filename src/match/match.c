@@ -21,6 +21,10 @@ struct matcher {
     uint64_t budget, spent;
     unsigned char *skip; /* per failure pattern: skipped for the rest of the input */
     char note[320];
+    /* Per prefix and first byte: 0 not known yet, 1 the prefix may match a text starting with it,
+     * 2 it cannot. Learnt on first sight of the byte (see may_start), so a line whose first byte
+     * starts no prefix costs a table look-up instead of a regex run per prefix. */
+    unsigned char *first;
 };
 
 matcher *matcher_new(const pdb *db)
@@ -33,7 +37,8 @@ matcher *matcher_new(const pdb *db)
     m->mctx = pcre2_match_context_create(NULL);
     m->skip = calloc(db->n_patterns + 1, 1);
     m->budget = MATCHER_BUDGET_DEFAULT;
-    if (!m->md || !m->mctx || !m->skip) {
+    m->first = calloc(db->n_prefixes ? db->n_prefixes : 1, 256);
+    if (!m->md || !m->mctx || !m->skip || !m->first) {
         matcher_free(m);
         return NULL;
     }
@@ -51,6 +56,7 @@ void matcher_free(matcher *m)
     pcre2_match_context_free(m->mctx);
     free(m->fixed);
     free(m->skip);
+    free(m->first);
     free(m);
 }
 
@@ -327,6 +333,23 @@ static int ctx_fn(void *ud, const char *name, const char *val, size_t n)
     return 0;
 }
 
+/* Whether prefix `i` may match a text whose first byte is c. Asked once per byte: the prefix runs on
+ * the one-byte text with hard partial matching, which fails outright only when no text starting with
+ * c can match (a prefix sees the rest of the line as its whole subject, so nothing before c counts).
+ * Bytes of multi-byte characters are not asked: they may. */
+static int may_start(matcher *m, size_t i, unsigned char c)
+{
+    if (c >= 0x80)
+        return 1;
+    unsigned char *known = &m->first[i * 256 + c];
+    if (!*known) {
+        char one = (char)c;
+        int rc = pcre2_match(m->db->prefixes[i].re, (PCRE2_SPTR)&one, 1, 0, PCRE2_PARTIAL_HARD, m->md, m->mctx);
+        *known = rc == PCRE2_ERROR_NOMATCH ? 2 : 1;
+    }
+    return *known == 1;
+}
+
 const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx)
 {
     memset(ctx, 0, sizeof *ctx);
@@ -334,11 +357,11 @@ const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_
     const pdb *db = m->db;
     size_t pos = 0;
     ctx_ud u = {ctx};
-    for (int round = 0; round < 12; round++) {
+    for (int round = 0; round < 12 && pos < len; round++) {
         int stripped = 0;
         for (size_t i = 0; i < db->n_prefixes; i++) {
             const pdb_prefix *p = &db->prefixes[i];
-            if (p->at_end || !p->re)
+            if (p->at_end || !p->re || !may_start(m, i, (unsigned char)line[pos]))
                 continue;
             /* the rest of the line is the subject, so a rule may anchor with ^ or \G alike */
             if (run(m, p->re, line + pos, len - pos, 0) < 0)

@@ -74,18 +74,19 @@ struct scanner {
     size_t cur_targets[MAX_LINE_TARGETS];
     size_t n_cur;
     size_t region_end; /* end of the processed region (hits beyond are next round's) */
-    /* The hit line: every literal seen on it once. Marker and framework literals ("cheap") act at
+    /* The hit line: every literal seen on it once. Marker, framework and setting literals ("cheap") act at
      * once, without stripping the line; the others wait in cur_targets for process_line. */
     size_t line_end;   /* end of the line of the last hit; 0 = none yet in this region */
     size_t line_pos;   /* first hit on it */
     size_t seen[MAX_LINE_TARGETS];
     size_t n_seen;
-    unsigned char *cheap; /* per literal: all targets are markers or framework votes */
+    unsigned char *cheap; /* per literal: all targets are markers, framework votes or settings */
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
     size_t deferred[DEFERRED_CAP];
     size_t n_deferred;
+    config_tracker *cfg; /* the brackets of a settings dump the scan has passed (config.h) */
     splitter *split; /* NULL: one thread */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
     burst bursts[8];
@@ -103,14 +104,16 @@ scanner *scanner_new(const pdb *db)
     sc->join = malloc(2 * JOIN_CAP);
     sc->evid = malloc(EVIDENCE_CAP + 8);
     sc->cheap = calloc(db->n_literals ? db->n_literals : 1, 1);
-    if (!sc->m || !sc->buf || !sc->join || !sc->evid || !sc->cheap) {
+    sc->cfg = config_tracker_new();
+    if (!sc->m || !sc->buf || !sc->join || !sc->evid || !sc->cheap || !sc->cfg) {
         scanner_free(sc);
         return NULL;
     }
     for (size_t i = 0; i < db->n_literals; i++) {
         int cheap = 1;
         for (size_t k = 0; k < db->literals[i].n_targets; k++)
-            if (db->literals[i].targets[k].kind != LIT_MARKER && db->literals[i].targets[k].kind != LIT_FRAMEWORK)
+            if (db->literals[i].targets[k].kind != LIT_MARKER && db->literals[i].targets[k].kind != LIT_FRAMEWORK &&
+                db->literals[i].targets[k].kind != LIT_CONFIG)
                 cheap = 0;
         sc->cheap[i] = (unsigned char)cheap;
     }
@@ -137,6 +140,7 @@ void scanner_free(scanner *sc)
     free(sc->join);
     free(sc->evid);
     free(sc->cheap);
+    config_tracker_free(sc->cfg);
     free(sc);
 }
 
@@ -420,6 +424,12 @@ static long best_pattern(scanner *sc, const size_t *cands, size_t nc, const char
 
 static void resolve_deferred_time(scanner *sc);
 
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void process_line(scanner *sc)
 {
     const pdb *db = sc->db;
@@ -437,9 +447,8 @@ static void process_line(scanner *sc)
     char key[24];
     stream_key(&ctx, sc->src, key, sizeof key);
 
-    size_t cands[MAX_LINE_TARGETS];
-    size_t nc = 0;
-    int has_config = 0;
+    size_t cands[MAX_LINE_TARGETS], cfgs[MAX_LINE_TARGETS];
+    size_t nc = 0, ncfg = 0;
     for (size_t i = 0; i < sc->n_cur; i++) {
         const pdb_literal *lit = &db->literals[sc->cur_targets[i]];
         for (size_t k = 0; k < lit->n_targets; k++) {
@@ -470,15 +479,19 @@ static void process_line(scanner *sc)
                 break;
             }
             case LIT_CONFIG:
-                has_config = 1;
+                if (ncfg < MAX_LINE_TARGETS)
+                    cfgs[ncfg++] = tg->index;
                 break;
             }
         }
     }
-    /* a printed setting (config.h): the whole line is read once, with the text before it as context */
-    if (has_config && config_capture(&sc->st->config, (const char *const *)db->config_lits, db->n_config_lits,
-                                     (const char *)sc->buf, start, end, sc->src->job_id, sc->src->path, line) < 0)
-        sc->status = OOMSCAN_ERR_NOMEM;
+    /* printed settings (config.h), read in the database's order of setting names */
+    qsort(cfgs, ncfg, sizeof *cfgs, cmp_size);
+    for (size_t i = 0; i < ncfg; i++)
+        if ((i == 0 || cfgs[i] != cfgs[i - 1]) &&
+            config_capture(&sc->st->config, sc->cfg, db->config_lits[cfgs[i]], (const char *)sc->buf, sc->base, start,
+                           end, sc->src->job_id, sc->src->path, line) < 0)
+            sc->status = OOMSCAN_ERR_NOMEM;
     if (nc == 0)
         return;
 
@@ -666,6 +679,17 @@ static void close_line(scanner *sc)
     sc->line_end = 0;
 }
 
+/* A printed setting (config.h), read where the prefilter found its name: the line is neither
+ * stripped nor matched, so a log that echoes settings stays on the fast path. */
+static void capture_setting(scanner *sc, size_t cfg, size_t pos)
+{
+    size_t s, e;
+    line_bounds(sc->buf, 0, sc->region_end, pos, &s, &e);
+    if (config_capture(&sc->st->config, sc->cfg, sc->db->config_lits[cfg], (const char *)sc->buf, sc->base, s, e,
+                       sc->src->job_id, sc->src->path, line_number_at(sc, s)) < 0)
+        sc->status = OOMSCAN_ERR_NOMEM;
+}
+
 static size_t on_hit(void *ud, size_t lit, size_t pos)
 {
     scanner *sc = ud;
@@ -690,8 +714,10 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
             const pdb_target *tg = &l->targets[k];
             if (tg->kind == LIT_MARKER)
                 phase_marker(sc->ps, tg->index, line_number_at(sc, pos));
-            else
+            else if (tg->kind == LIT_FRAMEWORK)
                 phase_framework_vote(sc->ps, sc->db->fw_rules[tg->index].framework);
+            else
+                capture_setting(sc, tg->index, pos);
         }
         return pos + 1;
     }
@@ -869,6 +895,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     if (src->time0)
         sc->last_time = *src->time0;
     sc->n_bursts = 0;
+    config_tracker_reset(sc->cfg);
     int eof = 0;
     int in_long_line = 0;
     uint64_t total = 0;
@@ -941,6 +968,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
             scan_region(sc, end, sc->len);
         }
         line_number_at(sc, end);
+        config_tracker_pass(sc->cfg, (const char *)sc->buf, sc->base, end);
         sc->last_byte = sc->buf[end - 1];
         size_t rest = sc->len - end;
         memmove(sc->buf, sc->buf + end, rest);

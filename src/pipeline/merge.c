@@ -1,312 +1,22 @@
-/* merge.c - findings to records and back, and `oomscan merge`: per-node NDJSON combined into one
- * story, then ids and roles elected by the same code as a scan (story_merge, story_finish). */
+/* merge.c - `oomscan merge`: NDJSON records of other runs (the last per id winning) combined into one
+ * story through the record codec (record.h), then ids and roles elected by the same code as a scan
+ * (story_merge, story_finish). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "pipeline/merge.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/session.h"
-#include "base/jsonnum.h"
 #include "base/status.h"
-
-/* Inputs one merged record may claim: far beyond any run, small enough that offsets cannot wrap. */
-#define MERGE_INPUTS_MAX (1ull << 40)
-
-/* ---- finding -> record ------------------------------------------------------------------- */
-
-static cJSON *time_json(const story_loc *l)
-{
-    if (!l->has_time)
-        return cJSON_CreateNull();
-    /* every field, not the formatted text: ordering compares keys of stamps of the same kind. As
-     * text with 17 digits: cJSON prints numbers with 15 when that is "close enough", and a key one
-     * ulp off reorders two lines of the same millisecond. */
-    const timefmt *t = &l->time;
-    char b[256];
-    snprintf(b, sizeof b, "%d %d %d %d %d %d %d %d %d %.17g %.17g %.17g", t->has_date, t->has_md, t->has_clock,
-             t->uptime_only, t->year, t->month, t->day, t->hour, t->min, t->sec, t->uptime, t->key);
-    return cJSON_CreateString(b);
-}
-
-static cJSON *raw_set_json(const story_set *set)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < set->n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(set->items[i]));
-    return a;
-}
-
-cJSON *merge_scan_json(const struct oomscan_scan *s)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddNumberToObject(o, "inputs", (double)(s->n_units + s->extra_inputs));
-    cJSON_AddStringToObject(o, "job_id", s->job_id);
-    cJSON_AddBoolToObject(o, "job_conflict", s->job_conflict);
-    cJSON_AddStringToObject(o, "job_given", s->job_given);
-    cJSON *v = cJSON_AddObjectToObject(o, "votes");
-    for (int k = 0; v && k < FW__COUNT; k++)
-        if (s->votes[k])
-            cJSON_AddNumberToObject(v, tax_framework_name((tax_framework)k), (double)s->votes[k]);
-    cJSON_AddNumberToObject(o, "dropped", (double)s->st->dropped);
-    return o;
-}
-
-cJSON *merge_info_json(const struct oomscan_scan *s, const finding *f)
-{
-    cJSON *m = cJSON_CreateObject();
-    if (!m)
-        return NULL;
-    cJSON_AddNumberToObject(m, "v", 1);
-    cJSON_AddStringToObject(m, "group", f->group);
-    cJSON_AddStringToObject(m, "job", f->job_id);
-    if (f->framework >= 0)
-        cJSON_AddStringToObject(m, "framework", tax_framework_name((tax_framework)f->framework));
-    else
-        cJSON_AddNullToObject(m, "framework");
-    cJSON_AddNumberToObject(m, "input", (double)f->first.input);
-    cJSON_AddNumberToObject(m, "last_input", (double)f->last.input);
-    cJSON_AddItemToObject(m, "first_time", time_json(&f->first));
-    cJSON_AddItemToObject(m, "last_time", time_json(&f->last));
-    cJSON_AddStringToObject(m, "rank", f->rank);
-    cJSON_AddStringToObject(m, "local_rank", f->local_rank);
-    cJSON_AddStringToObject(m, "pid", f->pid);
-    cJSON_AddStringToObject(m, "host", f->host);
-    cJSON_AddItemToObject(m, "ranks", raw_set_json(&f->ranks));
-    cJSON_AddNumberToObject(m, "ranks_dropped", (double)f->ranks.dropped);
-    cJSON_AddItemToObject(m, "hosts", raw_set_json(&f->hosts));
-    cJSON_AddNumberToObject(m, "hosts_dropped", (double)f->hosts.dropped);
-    cJSON_AddItemToObject(m, "scan", merge_scan_json(s));
-    return m;
-}
-
-/* ---- record -> finding ------------------------------------------------------------------- */
+#include "pipeline/record.h"
+#include "pipeline/session.h"
 
 static const char *str_of(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int num_of(const cJSON *o, const char *key, double *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0)
-        return -1;
-    *out = v->valuedouble;
-    return 0;
-}
-
-static int time_from(const cJSON *a, story_loc *l)
-{
-    if (!a || cJSON_IsNull(a))
-        return 0;
-    timefmt *t = &l->time;
-    /* Read as doubles and range-checked: "%d" on an out-of-range number is undefined, and a year of
-     * 2^31-1 would overflow later date arithmetic. */
-    double v[12];
-    if (!cJSON_IsString(a) || sscanf(a->valuestring, "%lg %lg %lg %lg %lg %lg %lg %lg %lg %lg %lg %lg", &v[0], &v[1],
-                                     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]) != 12)
-        return -1;
-    static const double lo[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, hi[9] = {1, 1, 1, 1, 9999, 12, 31, 24, 60};
-    for (int i = 0; i < 9; i++)
-        if (!jsonnum_in(v[i], lo[i], hi[i]))
-            return -1;
-    if (!(v[9] >= 0 && v[9] <= 61) || !(v[10] >= 0 && v[10] <= 1e12) || !(v[11] >= -1e13 && v[11] <= 1e13))
-        return -1;
-    int *ints[9] = {&t->has_date, &t->has_md, &t->has_clock, &t->uptime_only, &t->year, &t->month, &t->day, &t->hour,
-                    &t->min};
-    for (int i = 0; i < 9; i++)
-        *ints[i] = (int)v[i];
-    t->sec = v[9];
-    t->uptime = v[10];
-    t->key = v[11];
-    l->has_time = 1;
-    return 0;
-}
-
-static int loc_from(const cJSON *o, const cJSON *input, const cJSON *time, size_t off, story_loc *l)
-{
-    double line, offset;
-    const char *path = str_of(o, "path"), *member = str_of(o, "member");
-    if (!cJSON_IsObject(o) || !path || num_of(o, "line", &line) || num_of(o, "offset", &offset) ||
-        !cJSON_IsNumber(input) || input->valuedouble < 0)
-        return -1;
-    l->input = (size_t)jsonnum_u64(input->valuedouble, MERGE_INPUTS_MAX) + off;
-    l->line = jsonnum_u64(line, UINT64_MAX);
-    l->offset = jsonnum_u64(offset, UINT64_MAX);
-    if (!(l->path = strdup(path)) || (member && !(l->member = strdup(member))))
-        return -2;
-    return time_from(time, l);
-}
-
-static int raw_set_from(const cJSON *a, const cJSON *dropped, story_set *set)
-{
-    if (!cJSON_IsArray(a))
-        return -1;
-    int n = cJSON_GetArraySize(a);
-    if (n > 0 && !(set->items = calloc((size_t)n, sizeof *set->items)))
-        return -2;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, a)
-    {
-        if (!cJSON_IsString(it))
-            return -1;
-        if (!(set->items[set->n] = strdup(it->valuestring)))
-            return -2;
-        set->n++;
-    }
-    set->dropped = cJSON_IsNumber(dropped) ? (size_t)jsonnum_u64(dropped->valuedouble, SIZE_MAX / 2) : 0;
-    return 0;
-}
-
-static void drop_finding(finding *f)
-{
-    free(f->phase_evidence);
-    free(f->group);
-    free(f->first.path);
-    free(f->first.member);
-    free(f->last.path);
-    free(f->last.member);
-    for (size_t i = 0; i < f->n_evidence; i++)
-        free(f->evidence[i]);
-    cJSON_Delete(f->memory);
-    for (size_t i = 0; i < f->ranks.n; i++)
-        free(f->ranks.items[i]);
-    free(f->ranks.items);
-    for (size_t i = 0; i < f->hosts.n; i++)
-        free(f->hosts.items[i]);
-    free(f->hosts.items);
-}
-
-static int fail(char *err, size_t cap, int rc, const char *msg, const char *arg)
-{
-    snprintf(err, cap, msg, arg ? arg : "");
-    return rc;
-}
-
-int merge_finding_from_json(const pdb *db, const cJSON *rec, size_t off, story *st, char *err, size_t cap)
-{
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "merge");
-    if (!cJSON_IsObject(m))
-        return fail(err, cap, -1, "record without \"merge\" data (not an oomscan NDJSON finding record)", NULL);
-    const char *pid = str_of(rec, "pattern"), *group = str_of(m, "group"), *job = str_of(m, "job");
-    const char *phase = str_of(rec, "phase");
-    if (!pid || !group || !job || !phase)
-        return fail(err, cap, -1, "record lacks pattern, phase, merge.group or merge.job", NULL);
-    const pdb_pattern *p = NULL;
-    for (size_t i = 0; i < db->n_patterns && !p; i++)
-        if (strcmp(db->patterns[i].id, pid) == 0)
-            p = &db->patterns[i];
-    if (!p)
-        return fail(err, cap, -1, "unknown pattern '%s' (merge with the --patterns the scan used)", pid);
-    int ph = tax_phase_from_name(phase);
-    if (ph < 0)
-        return fail(err, cap, -1, "unknown phase '%s'", phase);
-    finding f;
-    memset(&f, 0, sizeof f);
-    f.pattern = p;
-    f.cls = p->cls;
-    f.phase = (tax_phase)ph;
-    f.framework = -1;
-    f.caused_by = -1;
-    f.echo = p->echo || tax_class_is_echo(p->cls);
-    const char *fw = str_of(m, "framework");
-    if (fw)
-        f.framework = tax_framework_from_name(fw);
-    snprintf(f.job_id, sizeof f.job_id, "%s", job);
-    snprintf(f.rank, sizeof f.rank, "%s", str_of(m, "rank") ? str_of(m, "rank") : "");
-    snprintf(f.local_rank, sizeof f.local_rank, "%s", str_of(m, "local_rank") ? str_of(m, "local_rank") : "");
-    snprintf(f.pid, sizeof f.pid, "%s", str_of(m, "pid") ? str_of(m, "pid") : "");
-    snprintf(f.host, sizeof f.host, "%s", str_of(m, "host") ? str_of(m, "host") : "");
-    double occ = 0;
-    int rc = 0;
-    const char *pe = str_of(rec, "phase_evidence");
-    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(rec, "memory");
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(rec, "evidence");
-    if (!(f.group = strdup(group)) || (pe && !(f.phase_evidence = strdup(pe))))
-        rc = -2;
-    if (!rc && num_of(rec, "occurrences", &occ))
-        rc = fail(err, cap, -1, "record lacks occurrences", NULL);
-    f.occurrences = jsonnum_u64(occ, UINT64_MAX / 2);
-    if (!rc) {
-        rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "first"), cJSON_GetObjectItemCaseSensitive(m, "input"),
-                      cJSON_GetObjectItemCaseSensitive(m, "first_time"), off, &f.first);
-        if (!rc)
-            rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "last"),
-                          cJSON_GetObjectItemCaseSensitive(m, "last_input"),
-                          cJSON_GetObjectItemCaseSensitive(m, "last_time"), off, &f.last);
-        if (rc == -1)
-            fail(err, cap, -1, "record has a malformed first/last location or time", NULL);
-    }
-    if (!rc) {
-        rc = raw_set_from(cJSON_GetObjectItemCaseSensitive(m, "ranks"),
-                          cJSON_GetObjectItemCaseSensitive(m, "ranks_dropped"), &f.ranks);
-        if (!rc)
-            rc = raw_set_from(cJSON_GetObjectItemCaseSensitive(m, "hosts"),
-                              cJSON_GetObjectItemCaseSensitive(m, "hosts_dropped"), &f.hosts);
-        if (rc == -1)
-            fail(err, cap, -1, "record has malformed merge.ranks or merge.hosts", NULL);
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, ev)
-    {
-        if (rc || f.n_evidence >= STORY_MAX_EVIDENCE)
-            break;
-        if (cJSON_IsString(it) && !(f.evidence[f.n_evidence++] = strdup(it->valuestring)))
-            rc = -2;
-    }
-    if (!rc && !(f.memory = cJSON_IsObject(mem) ? cJSON_Duplicate(mem, 1) : cJSON_CreateObject()))
-        rc = -2;
-    if (!rc && st->n == st->cap) {
-        size_t ncap = st->cap ? st->cap * 2 : 16;
-        finding *g = realloc(st->f, ncap * sizeof *g);
-        if (!g)
-            rc = -2;
-        else
-            st->f = g, st->cap = ncap;
-    }
-    if (rc) {
-        if (rc == -2)
-            snprintf(err, cap, "out of memory");
-        drop_finding(&f);
-        return rc;
-    }
-    st->f[st->n++] = f;
-    return 0;
-}
-
-size_t merge_scan_into(struct oomscan_scan *s, const cJSON *scan)
-{
-    double inputs = 0, d;
-    if (!cJSON_IsObject(scan))
-        return 0;
-    num_of(scan, "inputs", &inputs);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(scan, "votes"), *it;
-    cJSON_ArrayForEach(it, v)
-    {
-        int fw = tax_framework_from_name(it->string);
-        if (fw >= 0 && cJSON_IsNumber(it)) {
-            uint64_t sum = (uint64_t)s->votes[fw] + jsonnum_u64(it->valuedouble, UINT32_MAX);
-            s->votes[fw] = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
-        }
-    }
-    /* the same rule as merging inputs of one scan: the first job named, a conflict if another differs */
-    const char *job = str_of(scan, "job_id"), *given = str_of(scan, "job_given");
-    session_note_job(s->job_id, &s->job_conflict, job);
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(scan, "job_conflict")))
-        s->job_conflict = 1;
-    if (given && *given && !s->job_given[0])
-        snprintf(s->job_given, sizeof s->job_given, "%s", given);
-    if (!num_of(scan, "dropped", &d))
-        s->st->dropped += (size_t)jsonnum_u64(d, SIZE_MAX / 4);
-    return (size_t)jsonnum_u64(inputs, MERGE_INPUTS_MAX);
 }
 
 /* ---- oomscan merge ----------------------------------------------------------------------- */
@@ -426,14 +136,14 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
         qsort(recs.v, recs.n, sizeof *recs.v, cmp_birth);
     for (size_t k = 0; !st && k < recs.n; k++) {
         char why[200];
-        int rc = merge_finding_from_json(s->db->p, recs.v[k], *offset, fs, why, sizeof why);
+        int rc = record_to_finding(s->db->p, recs.v[k], *offset, fs, why, sizeof why);
         if (rc == -2)
             st = OOMSCAN_ERR_NOMEM;
         else if (rc && !err[0])
             snprintf(err, sizeof err, "finding %s: %s", str_of(recs.v[k], "id"), why);
     }
     if (!st) {
-        *offset += merge_scan_into(s, scan);
+        *offset += record_scan_into(s, scan);
         if (story_merge(s->st, fs) != 0)
             st = OOMSCAN_ERR_NOMEM;
     }

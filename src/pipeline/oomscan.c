@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "advice/remedy.h"
+#include "dumps/dumps.h"
 #include "emit/emit.h"
 #include "input/input.h"
 #include "match/phase.h"
@@ -21,7 +22,7 @@
 #include "pipeline/session.h"
 #include "pipeline/state.h"
 #include "base/status.h"
-#include "pipeline/stream.h"
+#include "pipeline/ndjson.h"
 
 /* ---- database ------------------------------------------------------------------------------ */
 
@@ -138,6 +139,7 @@ static void free_unit(scan_unit *u)
     for (size_t i = 0; i < u->n_recs; i++)
         free_rec(&u->recs[i]);
     free(u->recs);
+    dumps_acc_free(u->dumps);
 }
 
 void oomscan_scan_free(oomscan_scan *s)
@@ -148,6 +150,7 @@ void oomscan_scan_free(oomscan_scan *s)
         free_unit(&s->units[i]);
     free(s->units);
     story_free(s->st);
+    dumps_acc_free(s->dumps);
     rep_free(s->rep);
     for (size_t i = 0; i < s->n_recs; i++)
         free_rec(&s->recs[i]);
@@ -245,6 +248,7 @@ typedef struct {
 } unit_ctx;
 
 static ssize_t read_stream(void *ud, void *buf, size_t cap) { return input_read(ud, buf, cap); }
+static const char *stream_why(void *ud) { return input_stream_error(ud); }
 
 static void progress_cb(void *ud, uint64_t bytes)
 {
@@ -263,25 +267,18 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
         return 1;
     }
     r->container = info->container ? strdup(info->container) : NULL;
-    scan_source src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)};
-    scan_source_from_name(&src);
-    session_note_job(u->job_id, &u->job_conflict, src.job_id);
     phase_reset_source(c->ps);
     int budget_spent = scanner_regex_note(c->sc) != NULL;
-    scan_result res;
-    oomscan_status st = scanner_run(c->sc, read_stream, stream, &src, c->ps, u->st, &res, progress_cb, c);
-    r = &u->recs[u->n_recs - 1];
-    r->bytes = res.bytes;
-    r->lines = res.lines;
-    r->lines_cut = res.lines_cut;
-    if (res.read_error) {
-        const char *why = input_stream_error(stream);
-        r->status = res.bytes > 0 ? INPUT_PARTIAL : INPUT_ERROR;
-        r->error = strdup(why ? why : "read error");
-    } else if (input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
+    size_t ri = (size_t)(r - u->recs);
+    session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)},
+                         .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
+                         .progress_ud = c, .dumps = &u->dumps};
+    oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
+    r = &u->recs[ri];
+    if (r->status == INPUT_OK && input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
         r->status = INPUT_PARTIAL;
         r->error = strdup(input_stream_note(stream));
-    } else if (!budget_spent && scanner_regex_note(c->sc)) { /* some patterns skipped from here on */
+    } else if (r->status == INPUT_OK && !budget_spent && scanner_regex_note(c->sc)) { /* patterns skipped from here */
         r->status = INPUT_PARTIAL;
         r->error = strdup(scanner_regex_note(c->sc));
     }
@@ -342,6 +339,12 @@ static void merge_unit(oomscan_scan *s, size_t i)
         } else {
             free(e);
         }
+    }
+    if (u->dumps && !s->dumps) {
+        s->dumps = u->dumps;
+        u->dumps = NULL;
+    } else if (u->dumps && dumps_acc_merge(s->dumps, u->dumps) != 0) {
+        u->status = OOMSCAN_ERR_NOMEM;
     }
     for (int f = 0; f < FW__COUNT; f++)
         s->votes[f] += u->votes[f];
@@ -502,6 +505,9 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
     }
     if (started == 0 && args[0].status)
         st = args[0].status;
+    /* dumps read together: every rank's flight recorder, snapshots against their OOM */
+    if (!st && s->dumps && dumps_acc_finish(s->dumps, s->db->p, s->st) != 0)
+        st = OOMSCAN_ERR_NOMEM;
     if (st)
         return diag_set(diag, st, NULL, "%s", status_name(st));
     return OOMSCAN_OK;
@@ -520,11 +526,11 @@ size_t oomscan_scan_finding_count(const oomscan_scan *s)
 
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn fn, void *ud)
 {
-    return stream_emit(s, NULL, NULL, 0, fn, ud);
+    return ndjson_emit(s, NULL, NULL, 0, fn, ud);
 }
 
 /* Resolve the result once and hand it to the writer asked for; NDJSON is written by stream.c, which
- * resolves only the findings that changed since the last record. */
+ * resolves only the findings that changed since the last record (ndjson.c). */
 oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
     session_finish(s);
@@ -537,6 +543,8 @@ oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oo
         return OOMSCAN_ERR_NOMEM;
     oomscan_status st = out->format == OOMSCAN_FMT_TEXT     ? emit_text(r, out->color, out->verbose, fn, ud)
                         : out->format == OOMSCAN_FMT_TICKET ? emit_tickets(r, out, fn, ud)
+                        : out->format == OOMSCAN_FMT_MARKDOWN ? emit_markdown(r, fn, ud)
+                        : out->format == OOMSCAN_FMT_OPENMETRICS ? emit_openmetrics(r, fn, ud)
                                                             : emit_json_write(r, fn, ud);
     result_free(r);
     return st;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dumps/dumps.h"
+
 input_record *session_add_record(input_record **recs, size_t *n, const char *path, const char *member)
 {
     input_record *g = realloc(*recs, (*n + 1) * sizeof *g);
@@ -67,4 +69,85 @@ void session_result_scan(const struct oomscan_scan *s, result_scan *out)
     out->job = session_scan_job(s);
     out->inputs = s->recs;
     out->n_inputs = s->n_recs;
+}
+
+/* The bytes taken to recognise a dump, then the rest of the source (dumps.h). */
+typedef struct {
+    const unsigned char *head;
+    size_t nhead, pos;
+    int err; /* the source failed while the head was read */
+    const session_source *in;
+} sniffed;
+
+static ssize_t read_sniffed(void *ud, void *buf, size_t cap)
+{
+    sniffed *r = ud;
+    if (r->pos < r->nhead) {
+        size_t k = r->nhead - r->pos < cap ? r->nhead - r->pos : cap;
+        memcpy(buf, r->head + r->pos, k);
+        r->pos += k;
+        return (ssize_t)k;
+    }
+    return r->err ? -1 : r->in->read(r->in->read_ud, buf, cap);
+}
+
+/* A whole source read from its start (not a continuation, not a live stream): crash dumps are told by
+ * their first bytes, never their names, and read by src/dumps/; anything else is scanned as a log. */
+static oomscan_status scan_or_read_dump(scanner *sc, phase_state *ps, session_source *in, story *st,
+                                        input_record *rec, scan_result *res)
+{
+    unsigned char head[DUMPS_SNIFF_BYTES];
+    sniffed sn = {.head = head, .in = in};
+    while (sn.nhead < sizeof head) {
+        ssize_t k = in->read(in->read_ud, head + sn.nhead, sizeof head - sn.nhead);
+        if (k == SCAN_READ_IDLE)
+            continue;
+        if (k <= 0) {
+            sn.err = k < 0;
+            break;
+        }
+        sn.nhead += (size_t)k;
+    }
+    dump_kind kind = dumps_sniff(head, sn.nhead);
+    if (kind == DUMP_NONE)
+        return scanner_run(sc, read_sniffed, &sn, &in->src, ps, st, res, in->progress, in->progress_ud);
+    if (!*in->dumps && !(*in->dumps = dumps_acc_new()))
+        return OOMSCAN_ERR_NOMEM;
+    sn.pos = sn.nhead; /* dumps_read is given the head itself */
+    char *bad = NULL;
+    oomscan_status status =
+        dumps_read(kind, head, sn.nhead, read_sniffed, &sn, sc, ps, &in->src, st, *in->dumps, res, &bad);
+    if (bad && !res->read_error) { /* a dump that could not be decoded: named, the rest goes on */
+        rec->status = INPUT_ERROR;
+        free(rec->error);
+        rec->error = bad;
+        bad = NULL;
+    }
+    free(bad);
+    return status;
+}
+
+oomscan_status session_scan_source(scanner *sc, phase_state *ps, session_source *in, story *st, char job[32],
+                                   int *job_conflict, input_record *rec, scan_result *res_out)
+{
+    scan_source_from_name(&in->src);
+    session_note_job(job, job_conflict, in->src.job_id);
+    scan_result res;
+    memset(&res, 0, sizeof res);
+    oomscan_status status =
+        in->dumps && !in->src.eager && in->src.base_offset == 0
+            ? scan_or_read_dump(sc, ps, in, st, rec, &res)
+            : scanner_run(sc, in->read, in->read_ud, &in->src, ps, st, &res, in->progress, in->progress_ud);
+    rec->bytes = res.bytes;
+    rec->lines = res.lines;
+    rec->lines_cut = res.lines_cut;
+    if (res.read_error) {
+        const char *why = in->why ? in->why(in->read_ud) : NULL;
+        rec->status = res.bytes > 0 || in->src.base_offset > 0 ? INPUT_PARTIAL : INPUT_ERROR;
+        free(rec->error);
+        rec->error = strdup(why && why[0] ? why : "read error");
+    }
+    if (res_out)
+        *res_out = res;
+    return status;
 }

@@ -13,6 +13,8 @@
 #include "oomscan.h"
 #include "base/taxonomy.h"
 #include "db/patterndb.h"
+#include "match/phase.h"
+#include "match/scan.h"
 #include "result/result.h"
 #include "story/story.h"
 
@@ -27,6 +29,7 @@ typedef struct {
     int job_conflict;  /* names in this input disagree about the job */
     int done;
     oomscan_status status; /* OOMSCAN_OK or out of memory */
+    struct dumps_acc *dumps; /* crash dumps read together after all inputs (dumps.h), NULL if none */
 } scan_unit;
 
 struct oomscan_scan {
@@ -45,6 +48,7 @@ struct oomscan_scan {
     char **errors; /* "path: reason" for every bad source, in input order */
     size_t n_errors;
     int finished;
+    struct dumps_acc *dumps; /* the units' dumps, merged in input order; read at the end of a scan */
     /* streaming, --state and merge (stream.c, state.c, merge.c) */
     struct rep_table *rep;       /* ids written so far and what their last record said */
     struct oomscan_state *state; /* borrowed: --state for this scan, or NULL */
@@ -69,6 +73,26 @@ int session_add_error(struct oomscan_scan *s, const input_record *r);
 /* The job rule, one place for every input, unit, stream and merged run: the first job named is taken
  * into job[32]; a second, different one sets *conflict. An empty `name` changes nothing. */
 void session_note_job(char job[32], int *conflict, const char *name);
+
+/* One source to scan: where its bytes come from and what it is called. */
+typedef struct {
+    scan_source src;                    /* path, member, input index, resume point (base_*, time0), eager */
+    scan_read_fn read;
+    void *read_ud;
+    const char *(*why)(void *read_ud);  /* the reason after a read error (NULL or "": "read error") */
+    scan_progress_fn progress;          /* may be NULL */
+    struct dumps_acc **dumps;           /* crash dumps are recognised (dumps.h) and kept here; NULL: read as a log */
+    void *progress_ud;
+} session_source;
+
+/* Scan one source: the one path for a whole input, an archive member, a --state continuation and a
+ * live stream. The name's context (job, rank, host) is read, its job joins job/job_conflict by the job
+ * rule, the scanner runs to the end of the source into `st` (the caller resets `ps` when a new source
+ * starts afresh), and `rec` gets its bytes and lines and, on a read error, its status (partial when
+ * anything was read, here or by an earlier run) and reason. `res` (may be NULL) receives the scanner's
+ * result. Returns OOMSCAN_OK or OOMSCAN_ERR_NOMEM; a read error is not a failure of the scan. */
+oomscan_status session_scan_source(scanner *sc, phase_state *ps, session_source *in, story *st, char job[32],
+                                   int *job_conflict, input_record *rec, scan_result *res);
 
 /* Compute ids and roles of everything found so far (idempotent; call before reading findings). */
 void session_finish(struct oomscan_scan *s);

@@ -1,7 +1,7 @@
 /* state.c - --state FILE: what earlier runs read, found and reported, so a re-run over grown logs
  * reads only new bytes and reports only new or changed findings.
  *
- * Continuing exactly: the story found so far is saved as records (merge.c) and restored; each plain
+ * Continuing exactly: the story found so far is saved as records (record.h) and restored; each plain
  * input is read on from the end of its last complete line; the context a failure there may need (an
  * open traceback, the phase markers) is rebuilt by replaying the last CTX_BYTES before the cut into a
  * scratch story, plus the last progress marker saved. Anything unusual (a rotated, truncated or
@@ -22,11 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pipeline/merge.h"
-#include "pipeline/session.h"
 #include "base/jsonnum.h"
 #include "base/status.h"
-#include "pipeline/stream.h"
+#include "emit/safe.h"
+#include "input/input.h"
+#include "pipeline/ndjson.h"
+#include "pipeline/record.h"
+#include "pipeline/session.h"
 
 #define STATE_SCHEMA "oomscan-state/1"
 #define STATE_MAX_BYTES_DEFAULT (256ull << 20) /* a state holds one record per input and finding */
@@ -297,7 +299,7 @@ static int is_plain(int fd, uint64_t size)
 {
     unsigned char b[512];
     size_t n = size < sizeof b ? (size_t)size : sizeof b;
-    return n == 0 || (read_at(fd, b, n, 0) == 0 && !stream_looks_packed(b, n));
+    return n == 0 || (read_at(fd, b, n, 0) == 0 && strcmp(input_sniff(b, n), "text") == 0);
 }
 
 /* ---- planning ---------------------------------------------------------------------------- */
@@ -352,7 +354,7 @@ oomscan_status state_plan(struct oomscan_scan *s)
         char err[200];
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "story"))
         {
-            int rc = merge_finding_from_json(s->db->p, it, 0, s->st, err, sizeof err);
+            int rc = record_to_finding(s->db->p, it, 0, s->st, err, sizeof err);
             if (rc == -2)
                 return OOMSCAN_ERR_NOMEM;
             if (rc) {
@@ -361,7 +363,7 @@ oomscan_status state_plan(struct oomscan_scan *s)
             }
         }
         if (resume)
-            merge_scan_into(s, cJSON_GetObjectItemCaseSensitive(doc, "scan"));
+            record_scan_into(s, cJSON_GetObjectItemCaseSensitive(doc, "scan"));
         else {
             story_free(s->st);
             if (!(s->st = story_new()))
@@ -416,6 +418,8 @@ static ssize_t range_read(void *ud, void *buf, size_t cap)
     r->pos += (uint64_t)got;
     return got;
 }
+
+static const char *range_why(void *ud) { return ((range_rd *)ud)->err; }
 
 /* The line boundary about CTX_BYTES before `end` and its line number (`end_line` lines precede end);
  * `floor` is the earliest point known (the previous context start). */
@@ -493,15 +497,14 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
         rd.pos = start;
         rd.end = end;
         rd.err[0] = '\0';
-        st = scanner_run(sc, range_read, &rd, &src, ps, u->st, &res, NULL, NULL);
+        session_source nsrc = {.src = src, .read = range_read, .read_ud = &rd, .why = range_why};
+        st = session_scan_source(sc, ps, &nsrc, u->st, u->job_id, &u->job_conflict, rec, &res);
     }
     const uint32_t *v = phase_framework_votes(ps);
     for (int k = 0; k < FW__COUNT; k++)
         u->votes[k] = v[k] - before[k]; /* votes of the new bytes only: the old ones are in the state */
-    rec->bytes = res.bytes;
-    rec->lines = res.lines;
-    if (res.read_error || ctx_res.read_error) {
-        rec->status = INPUT_PARTIAL;
+    if (ctx_res.read_error && rec->status == INPUT_OK) {
+        rec->status = INPUT_PARTIAL; /* the context before the cut could not be read again */
         rec->error = strdup(rd.err[0] ? rd.err : "read error");
     }
     if (st)
@@ -569,10 +572,10 @@ static cJSON *state_json(oomscan_state *st, oomscan_scan *s)
         cJSON_AddNumberToObject(o, "marker_line", (double)in->marker_line);
         cJSON_AddItemToArray(inputs, o);
     }
-    cJSON_AddItemToObject(doc, "scan", merge_scan_json(s));
+    cJSON_AddItemToObject(doc, "scan", record_scan_json(s));
     cJSON *story_arr = cJSON_AddArrayToObject(doc, "story");
     for (size_t i = 0; story_arr && i < s->st->n; i++)
-        cJSON_AddItemToArray(story_arr, stream_record_json(s, i));
+        cJSON_AddItemToArray(story_arr, record_json(s, i, 0)); /* merge needs no advice */
     cJSON *rep = cJSON_AddArrayToObject(doc, "reported");
     for (size_t i = 0; rep && i < rep_count(s->rep); i++) {
         const rep_entry *e = rep_at(s->rep, i);
@@ -585,6 +588,7 @@ static cJSON *state_json(oomscan_state *st, oomscan_scan *s)
         cJSON_AddNumberToObject(o, "occurrences", (double)e->occurrences);
         cJSON_AddItemToArray(rep, o);
     }
+    (void)safe_json(doc); /* input paths may hold any bytes */
     return doc;
 }
 

@@ -25,6 +25,7 @@ typedef struct {
     uint64_t line, offset;
     int has_time;
     timefmt time;
+    const char *kind;  /* static: what kind of window saw it ("error_file", "kernel", ...; dumps.h), NULL a log */
 } story_loc;
 
 typedef struct {

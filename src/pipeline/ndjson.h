@@ -1,16 +1,13 @@
-/* stream.h - NDJSON records and what was already said: the table of ids written (with a hash of what
- * their last record said), record building (finding / update, with the "merge" data), the emitter
- * shared by batch NDJSON, live streams and --state, and the live-stream driver (stdin, --follow).
+/* ndjson.h - NDJSON output: the table of ids written (with a hash of what their last record said) and
+ * the writer of "finding" / "update" records (docs/streaming.md), shared by batch NDJSON, live streams
+ * and --state re-runs. Records are built by the record codec (record.h).
  *
- * Ownership: the session owns its rep_table (rep_free in oomscan_scan_free). Records returned are the
- * caller's (cJSON_Delete). */
-#ifndef OOMSCAN_STREAM_H
-#define OOMSCAN_STREAM_H
+ * Ownership: the session owns its rep_table (rep_free in oomscan_scan_free). */
+#ifndef OOMSCAN_NDJSON_H
+#define OOMSCAN_NDJSON_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <cjson/cJSON.h>
 
 #include "pipeline/session.h"
 
@@ -35,25 +32,18 @@ rep_entry *rep_put(rep_table *t, const char *id);
 size_t rep_count(const rep_table *t);
 const rep_entry *rep_at(const rep_table *t, size_t i);
 
-/* The NDJSON record of finding i of the finished story: its JSON object plus "group", "echo_level"
- * and "merge" (docs/streaming.md). "type" is added by the emitter. */
-cJSON *stream_record_json(const struct oomscan_scan *s, size_t i);
-
 /* For a live stream: is finding i complete enough to be written for the first time? */
-typedef int (*stream_ready_fn)(void *ud, size_t i);
+typedef int (*ndjson_ready_fn)(void *ud, size_t i);
 
 /* Write a record for every finding whose visible content differs from what was written for its id
  * (a "finding" record the first time, an "update" record after). `ready` NULL means everything is
  * final (end of input); with `ready`, new findings wait until ready() says so and an update that only
  * adds occurrences waits until `min_gap` seconds after the previous record of that id. Each record is
  * one write of one line. Returns OOMSCAN_ERR_IO when the writer refused. */
-oomscan_status stream_emit(struct oomscan_scan *s, stream_ready_fn ready, void *ready_ud, double min_gap,
+oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, double min_gap,
                            oomscan_write_fn fn, void *ud);
 
 /* Monotonic seconds. */
-double stream_now(void);
-
-/* 1 when the first bytes are a compressed or archive container (not plain text). */
-int stream_looks_packed(const unsigned char *p, size_t n);
+double ndjson_now(void);
 
 #endif

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# bench/shapes.sh - the rows of issue 18 (speed without cliffs) as ratios, in one run; called by
+# bench/run.sh (docs/performance.md shows its table). Each input ends in one CUDA OOM (the 20,000 job
+# logs: one each); the last column says how many oomscan found.
+#
+#   bench/shapes.sh [--runs 3] [--mb 64] [--ranks 512] [--jobs 20000] [--before BIN]
+# Inputs go to bench/data/ (gitignored; reused when present), built with ../shared/bench/genshapes.py:
+# the metrics, nccl and settings shapes, 512 rank files of 64 KiB, an empty file, and 20,000 small
+# job logs (slurm-<id>.out). Yardsticks: `grep -E -f anchor-patterns.txt` (-r for folders) with its
+# output going to a file (GNU grep stops at its first match when its output is /dev/null), and the
+# same with ugrep when it is installed (optional: Debian's ugrep). --before BIN also times another
+# oomscan binary (an older build) in the same interleaved runs, for before/after tables.
+# Environment: OOMSCAN (default build/oomscan), GENSHAPES, ANCHORS.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs=3 mb=64 nranks=512 njobs=20000 before=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --mb) mb="$2"; shift 2 ;;
+    --ranks) nranks="$2"; shift 2 ;;
+    --jobs) njobs="$2"; shift 2 ;;
+    --before) before="$2"; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "shapes.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+# ../shared/bench beside the repository (a worktree sits one level deeper: ../../shared)
+shared="$root/../shared/bench"
+[ -d "$shared" ] || shared="$root/../../shared/bench"
+genshapes="${GENSHAPES:-$shared/genshapes.py}"
+anchors="${ANCHORS:-$shared/anchor-patterns.txt}"
+oomscan="${OOMSCAN:-$root/build/oomscan}"
+data="$root/bench/data"
+timebin=/usr/bin/time
+for need in "$genshapes" "$anchors" "$oomscan"; do
+  [ -e "$need" ] || { echo "shapes.sh: missing $need" >&2; exit 2; }
+done
+[ -x "$timebin" ] || { echo "shapes.sh: needs $timebin (Debian: time)" >&2; exit 2; }
+ugrep_bin="$(command -v ugrep || true)"
+mkdir -p "$data"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- inputs -------------------------------------------------------------------------------------
+for shape in metrics nccl settings; do
+  f="$data/shape-$shape-$mb.log"
+  [ -s "$f" ] || { echo "generating $f" >&2; python3 "$genshapes" "$shape" "$mb" >"$f.tmp"; mv "$f.tmp" "$f"; }
+done
+ranks="$data/ranks-$nranks"
+[ -d "$ranks" ] || { echo "generating $ranks" >&2; python3 "$genshapes" ranks "$nranks" 64 "$ranks.tmp"; mv "$ranks.tmp" "$ranks"; }
+: >"$data/empty.log"
+jobs="$data/jobs-$njobs"
+if [ ! -d "$jobs" ]; then
+  echo "generating $jobs" >&2
+  # a few metrics lines and the OOM traceback per job, as a Slurm job's output file
+  python3 - "$genshapes" "$jobs.tmp" "$njobs" <<'EOF'
+import importlib.util, os, random, sys
+spec = importlib.util.spec_from_file_location("genshapes", sys.argv[1])
+g = importlib.util.module_from_spec(spec); spec.loader.exec_module(g)
+d, n = sys.argv[2], int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+rnd = random.Random(7)
+for i in range(n):
+    with open(os.path.join(d, "slurm-%d.out" % (100000 + i)), "w") as f:
+        lines = g.metrics_lines(rnd)
+        for _ in range(6):
+            next(lines)
+        f.write("(TaskRunner pid=2231) step:%d - actor/pg_loss:0.1 - timing_s/step:%.3f\n" % (i, rnd.random() * 60))
+        f.write(g.OOM)
+EOF
+  mv "$jobs.tmp" "$jobs"
+fi
+
+# ---- measuring ----------------------------------------------------------------------------------
+run() { # LABEL CMD...: one timed run, stdout to a file; "seconds peakKiB" appended to $tmp/LABEL.t
+  local label="$1"; shift
+  "$timebin" -f "%e %M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
+  tail -n 1 "$tmp/one" >>"$tmp/$label.t"
+}
+median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+secs() { cut -d' ' -f1 "$tmp/$1.t" | median; }
+rss() { cut -d' ' -f2 "$tmp/$1.t" | sort -n | tail -n 1 | awk '{printf "%.0f", $1/1024}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+found() { # LABEL: CUDA OOM findings (occurrences summed) in oomscan's JSON output
+  python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    print(sum(f.get("occurrences", 1) for f in d["findings"] if f["class"] == "cuda_oom"))
+except Exception:
+    print("?")' "$tmp/$1.out"
+}
+
+# row NAME WANT OOMSCAN-ARGS -- GREP-ARGS: interleaved runs of oomscan (and --before), grep, ugrep
+row() {
+  local name="$1" want="$2"; shift 2
+  local oargs=() gargs=()
+  while [ "$1" != "--" ]; do oargs+=("$1"); shift; done
+  shift
+  gargs=("$@")
+  for _ in $(seq "$runs"); do
+    run o "$oomscan" --format json "${oargs[@]}"
+    [ -n "$before" ] && run b "$before" --format json "${oargs[@]}"
+    run g grep "${gargs[@]}"
+    [ -n "$ugrep_bin" ] && run u "$ugrep_bin" "${gargs[@]}"
+  done
+  local o g u="-" b="-" br="-"
+  o=$(secs o); g=$(secs g)
+  [ -n "$ugrep_bin" ] && u=$(secs u)
+  if [ -n "$before" ]; then b=$(secs b); br=$(ratio "$b" "$g"); fi
+  echo "| $name | $br | $(ratio "$o" "$g") | $(ratio "$o" "$u") | $b | $o | $g | $u | $(rss o) | $(found o)/$want |"
+  rm -f "$tmp"/?.t
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
+echo "oomscan: $oomscan ($("$oomscan" --version))${before:+; before: $before}"
+echo "yardsticks: $(grep --version | head -n1)${ugrep_bin:+; $(ugrep --version | head -n1 | cut -d' ' -f1-2)}"
+echo "runs: $runs each, interleaved; medians; ratios are oomscan's time over the yardstick's"
+echo
+echo "| input | before / grep | oomscan / grep | oomscan / ugrep | before s | oomscan s | grep s | ugrep s | oomscan peak MiB | OOM found |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+for shape in metrics nccl settings; do
+  f="$data/shape-$shape-$mb.log"
+  row "$mb MiB $shape" 1 "$f" -- -E -f "$anchors" "$f"
+done
+row "$nranks rank files of 64 KiB (grep -r)" 1 "$ranks" -- -r -E -f "$anchors" "$ranks"
+row "empty file (start-up)" 0 "$data/empty.log" -- -E -f "$anchors" "$data/empty.log"
+row "$njobs small job logs (grep -r)" "$njobs" "$jobs" -- -r -E -f "$anchors" "$jobs"

@@ -1,0 +1,263 @@
+/* dumps.c - recognising crash dumps by content and handing each to its reader (dumps.h). */
+#include "dumps/dumps.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dumps/common.h"
+#include "dumps/pickle.h"
+
+/* ---- recognising ----------------------------------------------------------------------------- */
+
+static int has(const unsigned char *p, size_t n, const char *needle)
+{
+    return memmem(p, n, needle, strlen(needle)) != NULL;
+}
+
+static int starts(const char *s, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+dump_kind dumps_sniff(const unsigned char *head, size_t n)
+{
+    if (pickle_sniff(head, n))
+        return DUMP_PICKLE;
+    size_t i = 0;
+    if (n >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0)
+        i = 3;
+    while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
+        i++;
+    if (i < n && head[i] == '{') {
+        const unsigned char *p = head + i;
+        size_t m = n - i;
+        /* error.json: {"message": {"message": ..., "extraInfo": {...}}} or {"message": "...", "timestamp": N} */
+        if (has(p, m, "\"extraInfo\"") ||
+            (has(p, m, "\"message\"") && (has(p, m, "\"timestamp\"") || has(p, m, "\"errorCode\""))))
+            return DUMP_ERROR_FILE;
+        /* nlohmann::json writes keys sorted: a flight recorder opens with "entries" and its first entry's
+         * "collective_seq_id", or with "nccl_comm_state" / "pg_config" when it has no entries */
+        if (has(p, m, "\"collective_seq_id\"") || has(p, m, "\"pg_config\""))
+            return DUMP_FR_JSON;
+        return DUMP_NONE;
+    }
+    /* text: look at the whole lines of the head */
+    const char *s = (const char *)head + i;
+    size_t left = n - i, lines = 0, kernel = 0;
+    int first = 1;
+    while (left > 0 && lines < 64) {
+        const char *nl = memchr(s, '\n', left);
+        if (!nl && lines > 0)
+            break; /* a cut last line says nothing */
+        size_t len = nl ? (size_t)(nl - s) : left;
+        if (len && s[len - 1] == '\r')
+            len--;
+        if (len > 0) {
+            if (first && (starts(s, len, "Fatal Python error: ") ||
+                          ((starts(s, len, "Current thread 0x") || starts(s, len, "Thread 0x")) &&
+                           memmem(s, len, "(most recent call first)", 24))))
+                return DUMP_FAULTHANDLER;
+            first = 0;
+            lines++;
+            kernel += kernel_line_like(s, len) != 0;
+        }
+        if (!nl)
+            break;
+        left -= (size_t)(nl + 1 - s);
+        s = nl + 1;
+    }
+    /* mostly kernel lines (a kernel log); a syslog where the kernel says little stays a log */
+    if (kernel >= 1 && kernel * 2 >= lines)
+        return DUMP_KERNEL;
+    return DUMP_NONE;
+}
+
+const char *dumps_kind_name(dump_kind k)
+{
+    switch (k) {
+    case DUMP_ERROR_FILE:
+        return "error_file";
+    case DUMP_KERNEL:
+        return "kernel";
+    case DUMP_FAULTHANDLER:
+        return "faulthandler";
+    case DUMP_PICKLE:
+    case DUMP_FR_JSON:
+        return "flight_recorder";
+    case DUMP_NONE:
+        break;
+    }
+    return NULL;
+}
+
+/* ---- the accumulator ------------------------------------------------------------------------ */
+
+dumps_acc *dumps_acc_new(void)
+{
+    dumps_acc *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->fr = cJSON_CreateArray();
+    a->snap = cJSON_CreateArray();
+    if (!a->fr || !a->snap) {
+        dumps_acc_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void dumps_acc_free(dumps_acc *a)
+{
+    if (!a)
+        return;
+    cJSON_Delete(a->fr);
+    cJSON_Delete(a->snap);
+    free(a);
+}
+
+static void move_all(cJSON *dst, cJSON *src)
+{
+    while (src->child) {
+        cJSON *c = cJSON_DetachItemViaPointer(src, src->child);
+        cJSON_AddItemToArray(dst, c);
+    }
+}
+
+int dumps_acc_merge(dumps_acc *dst, dumps_acc *src)
+{
+    if (!src)
+        return 0;
+    move_all(dst->fr, src->fr);
+    move_all(dst->snap, src->snap);
+    return 0;
+}
+
+int dumps_acc_finish(dumps_acc *acc, const pdb *db, story *st)
+{
+    if (!acc)
+        return 0;
+    int rc = 0;
+    if (cJSON_GetArraySize(acc->fr) > 0 && flightrec_finish(acc, db, st) < 0)
+        rc = -1;
+    if (cJSON_GetArraySize(acc->snap) > 0 && memsnap_finish(acc, db, st) < 0)
+        rc = -1;
+    cJSON *fr = cJSON_CreateArray(), *snap = cJSON_CreateArray();
+    if (fr && snap) {
+        cJSON_Delete(acc->fr);
+        cJSON_Delete(acc->snap);
+        acc->fr = fr;
+        acc->snap = snap;
+    } else {
+        cJSON_Delete(fr);
+        cJSON_Delete(snap);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* ---- reading one source --------------------------------------------------------------------- */
+
+/* The head first, then the rest of the stream; bytes pass a kernel line reader on the way. */
+typedef struct {
+    const unsigned char *head;
+    size_t nhead, pos;
+    scan_read_fn rd;
+    void *ud;
+    kernel_blocks *kb;
+} replay;
+
+static ssize_t replay_read(void *ud, void *buf, size_t cap)
+{
+    replay *r = ud;
+    ssize_t got;
+    if (r->pos < r->nhead) {
+        size_t k = r->nhead - r->pos < cap ? r->nhead - r->pos : cap;
+        memcpy(buf, r->head + r->pos, k);
+        r->pos += k;
+        got = (ssize_t)k;
+    } else {
+        got = r->rd(r->ud, buf, cap);
+    }
+    if (got > 0 && r->kb)
+        kernel_blocks_feed(r->kb, buf, (size_t)got);
+    return got;
+}
+
+#define DUMPS_MAX_JSON (64u << 20)
+
+static oomscan_status read_decoded(dump_kind kind, const unsigned char *buf, size_t n, const scan_source *src,
+                                   dumps_acc *acc, char **why)
+{
+    cJSON *doc = NULL;
+    oomscan_diag d;
+    diag_clear(&d);
+    if (kind == DUMP_PICKLE) {
+        oomscan_status st = pickle_decode(buf, n, NULL, &doc, &d);
+        if (st == OOMSCAN_ERR_NOMEM)
+            return st;
+        if (st) {
+            *why = dumps_strf("pickle: %s", d.msg);
+            return OOMSCAN_OK;
+        }
+    } else {
+        doc = cJSON_ParseWithLength((const char *)buf, n);
+        if (!doc) {
+            *why = dumps_strf("flight recorder JSON does not parse");
+            return OOMSCAN_OK;
+        }
+    }
+    int rc = flightrec_summarise(doc, src, acc, why);
+    if (rc == 1)
+        rc = memsnap_summarise(doc, src, acc, why);
+    if (rc == 1 && !*why)
+        *why = dumps_strf("a pickle that is neither a flight recorder dump nor a memory snapshot");
+    cJSON_Delete(doc);
+    return rc < 0 ? OOMSCAN_ERR_NOMEM : OOMSCAN_OK;
+}
+
+oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhead, scan_read_fn rd, void *rd_ud,
+                          scanner *sc, phase_state *ps, const scan_source *src, story *st, dumps_acc *acc,
+                          scan_result *res, char **why)
+{
+    memset(res, 0, sizeof *res);
+    *why = NULL;
+    story *tmp = story_new();
+    if (!tmp)
+        return OOMSCAN_ERR_NOMEM;
+    oomscan_status ret = OOMSCAN_OK;
+    if (kind == DUMP_KERNEL || kind == DUMP_FAULTHANDLER) {
+        replay r = {.head = head, .nhead = nhead, .rd = rd, .ud = rd_ud};
+        if (kind == DUMP_KERNEL && !(r.kb = kernel_blocks_new())) {
+            story_free(tmp);
+            return OOMSCAN_ERR_NOMEM;
+        }
+        ret = scanner_run(sc, replay_read, &r, src, ps, tmp, res, NULL, NULL);
+        if (!ret) {
+            if (r.kb)
+                kernel_blocks_apply(r.kb, tmp);
+            dumps_tag(tmp, dumps_kind_name(kind), NULL, NULL, NULL, NULL, 0);
+        }
+        kernel_blocks_free(r.kb);
+    } else {
+        size_t n = 0;
+        int nomem = 0;
+        size_t cap = kind == DUMP_ERROR_FILE ? (16u << 20) : kind == DUMP_PICKLE ? pickle_default_limits.max_input
+                                                                                 : DUMPS_MAX_JSON;
+        unsigned char *buf = dumps_slurp(head, nhead, rd, rd_ud, cap, &n, res, why, &nomem);
+        if (nomem)
+            ret = OOMSCAN_ERR_NOMEM;
+        else if (buf && kind == DUMP_ERROR_FILE)
+            ret = errfile_read(buf, n, sc, ps, src, tmp, why);
+        else if (buf)
+            ret = read_decoded(kind, buf, n, src, acc, why);
+        free(buf);
+    }
+    if (!ret && story_merge(st, tmp) != 0)
+        ret = OOMSCAN_ERR_NOMEM;
+    story_free(tmp);
+    return ret;
+}

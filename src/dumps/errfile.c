@@ -1,0 +1,141 @@
+/* errfile.c - torchelastic error files (error.json, written by @record / ErrorHandler in
+ * torch/distributed/elastic/multiprocessing/errors/). Two shapes, both read:
+ *   {"message": {"message": "Type: text", "extraInfo": {"py_callstack": "...", "timestamp": "N"},
+ *                "errorCode": N?}}          (record_exception; errorCode added by dump_error_file)
+ *   {"message": "text", "timestamp": N}      (the "new message format" ProcessFailure also accepts)
+ * py_callstack is traceback.format_exc() (a string); some writers give a list of lines. The exception
+ * goes through the ordinary matcher; the call stack, fed as the traceback it is, gives the phase. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dumps/common.h"
+
+/* attempt_N/<local_rank>/error.json (torch/distributed/elastic/agent/server/local_elastic_agent.py
+ * lays out the log dir so): the local rank, or "" */
+static void rank_from_path(const char *path, char *local_rank, size_t cap)
+{
+    local_rank[0] = 0;
+    const char *a = NULL;
+    for (const char *p = path; (p = strstr(p, "attempt_")); p++)
+        a = p;
+    if (!a)
+        return;
+    a += 8;
+    while (*a >= '0' && *a <= '9')
+        a++;
+    if (*a != '/')
+        return;
+    a++;
+    size_t k = 0;
+    while (a[k] >= '0' && a[k] <= '9')
+        k++;
+    if (k == 0 || k >= cap || a[k] != '/')
+        return;
+    memcpy(local_rank, a, k);
+    local_rank[k] = 0;
+}
+
+static int number_of(const cJSON *v, double *out)
+{
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return 1;
+    }
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        char *end;
+        *out = strtod(v->valuestring, &end);
+        return *end == 0;
+    }
+    return 0;
+}
+
+/* py_callstack as one text: a string, or a list of strings joined (each usually ends in "\n") */
+static char *callstack_text(const cJSON *cs)
+{
+    if (cJSON_IsString(cs))
+        return strdup(cs->valuestring);
+    if (!cJSON_IsArray(cs))
+        return NULL;
+    size_t len = 1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cs) if (cJSON_IsString(e)) len += strlen(e->valuestring) + 1;
+    char *s = malloc(len), *w = s;
+    if (!s)
+        return NULL;
+    cJSON_ArrayForEach(e, cs) if (cJSON_IsString(e))
+    {
+        size_t k = strlen(e->valuestring);
+        memcpy(w, e->valuestring, k);
+        w += k;
+        if (k == 0 || e->valuestring[k - 1] != '\n')
+            *w++ = '\n';
+    }
+    *w = 0;
+    return s;
+}
+
+oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, phase_state *ps, const scan_source *src,
+                            story *tmp, char **why)
+{
+    cJSON *doc = cJSON_ParseWithLength((const char *)buf, n);
+    if (!doc) {
+        *why = dumps_strf("error file: not valid JSON");
+        return OOMSCAN_OK;
+    }
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(doc, "message");
+    const char *text = NULL;
+    char *stack = NULL;
+    double ts = 0, code = 0;
+    int has_ts = 0, has_code = 0;
+    if (cJSON_IsObject(msg)) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(msg, "message");
+        const cJSON *extra = cJSON_GetObjectItemCaseSensitive(msg, "extraInfo");
+        text = cJSON_IsString(m) ? m->valuestring : NULL;
+        stack = callstack_text(cJSON_GetObjectItemCaseSensitive(extra, "py_callstack"));
+        has_ts = number_of(cJSON_GetObjectItemCaseSensitive(extra, "timestamp"), &ts);
+        has_code = number_of(cJSON_GetObjectItemCaseSensitive(msg, "errorCode"), &code);
+    } else if (cJSON_IsString(msg)) {
+        text = msg->valuestring;
+        has_ts = number_of(cJSON_GetObjectItemCaseSensitive(doc, "timestamp"), &ts);
+    }
+    if (!text && !stack) {
+        cJSON_Delete(doc);
+        *why = dumps_strf("error file: no \"message\"");
+        return OOMSCAN_OK;
+    }
+    /* The call stack ends with the exception line (format_exc); when it was cut, or absent, the
+     * message stands for it. */
+    char *body;
+    if (stack && text && !strstr(stack, text))
+        body = dumps_strf("%s%s%s\n", stack, stack[0] && stack[strlen(stack) - 1] != '\n' ? "\n" : "", text);
+    else if (stack)
+        body = dumps_strf("%s\n", stack);
+    else
+        body = dumps_strf("%s\n", text);
+    free(stack);
+    if (!body) {
+        cJSON_Delete(doc);
+        return OOMSCAN_ERR_NOMEM;
+    }
+    char local_rank[16];
+    rank_from_path(src->member ? src->member : src->path, local_rank, sizeof local_rank);
+    scan_source s2 = *src;
+    oomscan_status st = dumps_text_scan(sc, ps, &s2, body, strlen(body), tmp);
+    free(body);
+    if (!st) {
+        timefmt t;
+        if (has_ts && ts > 0)
+            dumps_epoch_time(ts, &t);
+        dumps_tag(tmp, "error_file", has_ts && ts > 0 ? &t : NULL, NULL, local_rank, NULL, 1);
+        /* errorCode is the worker's exit code as the agent saw it: negative for a signal */
+        for (size_t i = 0; has_code && code != 0 && i < tmp->n; i++) {
+            cJSON_DeleteItemFromObjectCaseSensitive(tmp->f[i].memory, "exitcode");
+            cJSON_AddNumberToObject(tmp->f[i].memory, "exitcode", code);
+            if (code < 0 && !cJSON_HasObjectItem(tmp->f[i].memory, "signal"))
+                cJSON_AddNumberToObject(tmp->f[i].memory, "signal", -code);
+        }
+    }
+    cJSON_Delete(doc);
+    return st;
+}

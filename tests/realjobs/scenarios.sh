@@ -1,0 +1,95 @@
+# scenarios.sh - sourced by tests/realjobs/run.sh: one function per real failing job, each run in $1 (a
+# fresh folder), leaving there what a real job leaves (torchrun.out, logs/<run>/attempt_0/<rank>/...), the
+# files oomscan is to read; $2 (another folder) gets what is kept beside them but not scanned.
+# A scenario the machine cannot run prints "cannot: <reason>" and returns 77.
+#
+# Debian 12's torchrun 1.13 on Python 3.11 crashes at start unless both --redirects and --tee are given,
+# and only with the values 1 or 2: Std.from_str looks its value up by iterating the IntFlag, and Python
+# 3.11 no longer yields the composite 3 (nor 0), so it returns None and to_map() fails on None.get.
+# --redirects 1 --tee 2 gives each rank's stdout.log and stderr.log, and the ranks' stderr on the console
+# (prefixed [defaultN]:), as a user's job output would show it.
+
+PY=${REALJOBS_PYTHON:-/usr/bin/python3}
+TORCHRUN=${REALJOBS_TORCHRUN:-/usr/bin/torchrun}
+here=${REALJOBS_HERE:-$(cd "$(dirname "$0")" && pwd)}
+
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# torchrun_job OUT FAILURE [prefix command...]: 2 ranks on this host, gloo, --log_dir OUT/logs
+torchrun_job() {
+  out=$1 failure=$2; shift 2
+  REALJOBS_OUT=$out timeout 120 "$@" "$TORCHRUN" --nnodes 1 --nproc_per_node 2 \
+    --master_addr 127.0.0.1 --master_port "$(free_port)" --redirects 1 --tee 2 --log_dir "$out/logs" \
+    "$here/train.py" "$failure" > "$out/torchrun.out" 2>&1
+  echo "torchrun exit $?" > "$out/exit-status"
+}
+
+can_mount_ns() { unshare -m true 2>/dev/null || { echo "cannot: unshare -m fails here (needs CAP_SYS_ADMIN)"; return 77; }; }
+
+scenario_backward_host_oom() {      # prlimit --as on rank 1 just before loss.backward()
+  command -v prlimit > /dev/null || { echo "cannot: prlimit is missing (util-linux)"; return 77; }
+  torchrun_job "$1" backward_host_oom
+}
+
+scenario_dataloader_memory_error() { # the DataLoader worker of rank 1 runs under prlimit --as
+  torchrun_job "$1" dataloader_memory_error
+}
+
+scenario_dataloader_bus_error() {    # a private 1 MiB /dev/shm: the workers' batches do not fit
+  can_mount_ns || return 77
+  torchrun_job "$1" dataloader_bus_error \
+    unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"' sh
+}
+
+scenario_segfault_optimizer() {      # SIGSEGV inside optimizer.step() of rank 1, faulthandler on
+  torchrun_job "$1" segfault_optimizer
+}
+
+scenario_gloo_timeout() {            # rank 1 stalls before the all-reduce; rank 0's gloo wait times out
+  export REALJOBS_GLOO_TIMEOUT=5; torchrun_job "$1" gloo_timeout
+}
+
+scenario_checkpoint_disk_full() {    # rank 0 saves a 4 MiB checkpoint into a 1 MiB tmpfs
+  can_mount_ns || return 77
+  mkdir -p "$1/ckpt"
+  export REALJOBS_CKPT_DIR="$1/ckpt"; torchrun_job "$1" checkpoint_disk_full \
+    unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
+}
+
+# A memory cgroup of 256 MiB, v1 or v2, that rank 1 moves itself into before it fills it.
+make_memcg() {
+  name=realjobs-$$-$(date +%s)
+  if [ -w /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then
+    cg=/sys/fs/cgroup/memory/$name
+    mkdir "$cg" 2>/dev/null && echo 256M > "$cg/memory.limit_in_bytes" && echo "$cg" && return 0
+  elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null && [ -w /sys/fs/cgroup ]; then
+    cg=/sys/fs/cgroup/$name
+    mkdir "$cg" 2>/dev/null && echo 256M > "$cg/memory.max" && echo 0 > "$cg/memory.swap.max" 2>/dev/null
+    [ -f "$cg/memory.max" ] && echo "$cg" && return 0
+  fi
+  [ -n "${cg:-}" ] && rmdir "$cg" 2>/dev/null
+  return 1
+}
+
+scenario_cgroup_oom_kill() {
+  cg=$(make_memcg) || { echo "cannot: no writable cgroup memory controller (v1 /sys/fs/cgroup/memory or v2 +memory)"; return 77; }
+  before=0
+  if dmesg > /dev/null 2>&1; then before=$(dmesg | wc -l); fi
+  export REALJOBS_CGROUP="$cg"; torchrun_job "$1" cgroup_oom_kill
+  sleep 1
+  if dmesg > /dev/null 2>&1; then
+    # the kernel's lines of this run only, both stamp styles
+    dmesg | tail -n +"$((before + 1))" > "$1/dmesg.log"
+    # the same lines with dmesg -T stamps: kept for the kernel-log reader, not scanned with the job (it
+    # would be the same kernel block twice)
+    dmesg -T | tail -n +"$((before + 1))" > "$2/dmesg-T.log"
+  else
+    echo "dmesg is not readable here: no kernel lines" > "$1/dmesg.unavailable"
+  fi
+  rmdir "$cg" 2>/dev/null || true
+}
+
+SCENARIOS="backward_host_oom dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
+checkpoint_disk_full cgroup_oom_kill"
