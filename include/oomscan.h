@@ -82,6 +82,21 @@ typedef void (*oomscan_input_done_fn)(void *ud, size_t input_index);
  * display). May be called often: keep it cheap. */
 typedef void (*oomscan_progress_fn)(void *ud, uint64_t bytes_done);
 
+/* Bounds on the work hostile input can cause (docs/reliability.md). A field left 0 takes its default,
+ * chosen so that no real log reaches it. Past a limit the input concerned is marked partial with a
+ * message naming the input and the limit; everything found before stays, and the other inputs go on. */
+typedef struct {
+    uint64_t max_bytes;    /* decoded bytes from one input (64 GiB) */
+    uint64_t max_ratio;    /* decoded bytes per byte read, past the first 64 MiB of an input (1000) */
+    uint64_t max_members;  /* archive entries in one input, nested ones included (100000) */
+    unsigned max_depth;    /* archives inside archives; a deeper one is scanned as raw bytes (3) */
+    uint64_t max_findings; /* findings kept in the whole run; more are counted, not kept (10000) */
+    uint64_t regex_budget; /* regex match-limit hits per input before the patterns that hit it are
+                            * skipped for the rest of that input (64) */
+    uint64_t max_state_bytes; /* --state file size (256 MiB) */
+    unsigned lock_wait_s;  /* seconds to wait for another run's --state lock (600) */
+} oomscan_limits;
+
 typedef struct {
     unsigned jobs;                  /* worker threads for many inputs; 0 = one per core */
     oomscan_input_done_fn on_input; /* may be NULL */
@@ -90,6 +105,7 @@ typedef struct {
     /* The job these inputs belong to (a Slurm epilog knows it), copied: findings whose file name or
      * message states no job carry it, so one job's findings from many nodes group. NULL: none. */
     const char *job_id;
+    oomscan_limits limits; /* all 0: the defaults */
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;
@@ -177,6 +193,11 @@ oomscan_status oomscan_scan_merge(oomscan_scan *scan, const char *const *paths, 
  * table of reported ids could be read). */
 typedef struct oomscan_state oomscan_state;
 oomscan_status oomscan_state_open(oomscan_state **out, const char *path, oomscan_diag *diag);
+/* The same under `lim` (NULL: the defaults): a state file larger than lim->max_state_bytes is ignored
+ * with a warning; another run holding the lock longer than lim->lock_wait_s seconds is
+ * OOMSCAN_ERR_LIMIT, the diag naming the lock file and the limit. */
+oomscan_status oomscan_state_open_limited(oomscan_state **out, const char *path, const oomscan_limits *lim,
+                                          oomscan_diag *diag);
 /* Why the state file was ignored, or NULL. Borrowed. */
 const char *oomscan_state_warning(const oomscan_state *state);
 /* Use the state for this scan: call before oomscan_scan_paths. Inputs that are plain files it knows

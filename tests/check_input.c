@@ -152,6 +152,7 @@ typedef struct {
     int has_member;
     blob data;
     char err[512];
+    char note[256]; /* input_stream_note() */
     int failed;
     int again_failed; /* input_read after -1 returned -1 again */
 } src_rec;
@@ -162,6 +163,7 @@ typedef struct {
     size_t chunk;      /* read size; 0 = 64 KiB */
     size_t read_limit; /* stop reading a source after this many bytes; 0 = no limit */
     size_t stop_after; /* return non-zero after this many sources; 0 = never */
+    const input_limits *lim; /* NULL: the defaults */
 } collect;
 
 static int collect_cb(void *ud, const input_source_info *info, input_stream *s)
@@ -193,6 +195,8 @@ static int collect_cb(void *ud, const input_source_info *info, input_stream *s)
             break;
         blob_add(&r->data, buf, (size_t)n);
     }
+    const char *note = input_stream_note(s);
+    snprintf(r->note, sizeof r->note, "%s", note ? note : "");
     free(buf);
     return c->stop_after && c->n >= c->stop_after;
 }
@@ -206,7 +210,7 @@ static void collect_free(collect *c)
 static oomscan_status scan(const char *path, collect *c, oomscan_diag *d)
 {
     diag_clear(d);
-    return input_open_path(path, collect_cb, c, d);
+    return c->lim ? input_open_limited(path, c->lim, collect_cb, c, d) : input_open_path(path, collect_cb, c, d);
 }
 
 static void assert_bytes(const src_rec *r, const void *want, size_t n)
@@ -660,7 +664,17 @@ START_TEST(test_input_nesting_depth_limit)
     ck_assert_str_eq(c.r[0].member, "l2.tar/l3.tar/l4.tar");
     ck_assert_str_eq(c.r[0].container, "tar/tar/tar/tar");
     assert_bytes(&c.r[0], l4.p, l4.n);
+    /* the source says it was not read as an archive, and why */
+    ck_assert_msg(strstr(c.r[0].note, "nested deeper than 3 archives") && strstr(c.r[0].note, "--limit depth=3"),
+                  "note: \"%s\"", c.r[0].note);
     collect_free(&c);
+    /* a deeper limit reads l4.tar as the archive it is */
+    input_limits deeper = {.max_depth = 4};
+    collect c4 = {.lim = &deeper};
+    ck_assert_int_eq(scan(tpath("l1.tar"), &c4, &d), OOMSCAN_OK);
+    ck_assert_str_eq(c4.r[0].member, "l2.tar/l3.tar/l4.tar/deep.log");
+    ck_assert_str_eq(c4.r[0].note, "");
+    collect_free(&c4);
     free(l4.p), free(l3.p), free(l2.p);
 }
 END_TEST
@@ -940,6 +954,176 @@ START_TEST(test_input_readahead_switch)
 }
 END_TEST
 
+
+/* xz, zstd and bzip2 cut short deliver every byte that can be decoded before the cut, then fail with
+ * the reason, as gzip does (libarchive's filters dropped their last block: a small log lost all). */
+START_TEST(test_input_truncated_xz_zstd_bzip2_keep_prefix)
+{
+    blob log = make_log(400000, 9);
+    static const struct {
+        int flt;
+        const char *kind;
+        size_t cut;
+        size_t min_kept; /* bytes that must come back: all but the block the cut fell into */
+    } cases[] = {{FLT_XZ, "xz", 12, 400000}, {FLT_BZIP2, "bzip2", 4, 400000}, {FLT_ZSTD, "zstd", 12, 400000 - 131072}};
+    for (size_t i = 0; i < 3; i++) {
+        entry e = {"data", log.p, log.n, 'f'};
+        write_archive(tpath("whole"), FMT_RAW, cases[i].flt, &e, 1);
+        blob whole = read_file(tpath("whole"));
+        write_file(tpath("cut"), whole.p, whole.n - cases[i].cut);
+        collect c = {.chunk = 7000};
+        oomscan_diag d;
+        ck_assert_int_eq(scan(tpath("cut"), &c, &d), OOMSCAN_OK);
+        ck_assert_uint_eq(c.n, 1);
+        ck_assert_str_eq(c.r[0].container, cases[i].kind);
+        ck_assert_msg(c.r[0].failed, "%s: no error", cases[i].kind);
+        ck_assert(c.r[0].again_failed);
+        ck_assert_msg(c.r[0].data.n >= cases[i].min_kept && c.r[0].data.n <= log.n, "%s: %zu bytes kept",
+                      cases[i].kind, c.r[0].data.n);
+        ck_assert_msg(memcmp(c.r[0].data.p, log.p, c.r[0].data.n) == 0, "%s: not a prefix", cases[i].kind);
+        char want[128];
+        snprintf(want, sizeof want, "truncated %s data (%zu bytes decoded)", cases[i].kind, c.r[0].data.n);
+        ck_assert_msg(strcmp(c.r[0].err, want) == 0, "%s: \"%s\"", cases[i].kind, c.r[0].err);
+        collect_free(&c);
+        free(whole.p);
+    }
+    free(log.p);
+}
+END_TEST
+
+/* Concatenated zstd frames and bzip2 streams decode as one, zero padding after them is ignored,
+ * and damaged data names the decoder's reason after delivering what came before. */
+START_TEST(test_input_zstd_bzip2_concatenated_and_corrupt)
+{
+    blob log = make_log(200000, 11);
+    static const int flts[] = {FLT_ZSTD, FLT_BZIP2, FLT_XZ};
+    static const char *kinds[] = {"zstd", "bzip2", "xz"};
+    for (size_t i = 0; i < 3; i++) {
+        entry e = {"data", log.p, log.n, 'f'};
+        write_archive(tpath("one"), FMT_RAW, flts[i], &e, 1);
+        blob one = read_file(tpath("one"));
+        blob two = {0};
+        blob_add(&two, one.p, one.n);
+        blob_add(&two, one.p, one.n);
+        blob_add(&two, "\0\0\0\0\0\0\0\0", 8);
+        write_file(tpath("two"), two.p, two.n);
+        collect c = {0};
+        oomscan_diag d;
+        ck_assert_int_eq(scan(tpath("two"), &c, &d), OOMSCAN_OK);
+        ck_assert_msg(!c.r[0].failed, "%s: %s", kinds[i], c.r[0].err);
+        ck_assert_uint_eq(c.r[0].data.n, 2 * log.n);
+        collect_free(&c);
+        /* garbage after the first stream: the first is kept, the reason is the decoder's */
+        memset(two.p + one.n, 0x55, 64);
+        write_file(tpath("two"), two.p, two.n);
+        collect g = {0};
+        ck_assert_int_eq(scan(tpath("two"), &g, &d), OOMSCAN_OK);
+        ck_assert_msg(g.r[0].failed, "%s: garbage accepted", kinds[i]);
+        ck_assert_msg(strncmp(g.r[0].err, "corrupt ", 8) == 0, "%s: \"%s\"", kinds[i], g.r[0].err);
+        ck_assert_uint_ge(g.r[0].data.n, log.n);
+        collect_free(&g);
+        free(one.p);
+        free(two.p);
+    }
+    free(log.p);
+}
+END_TEST
+
+/* Past the decoded-bytes limit a source stops exactly at it, fails naming the limit, and no further
+ * source of the input is delivered. */
+START_TEST(test_input_limit_total_bytes)
+{
+    blob log = make_log(300000, 3);
+    write_file(tpath("big.log"), log.p, log.n);
+    input_limits lim = {.max_bytes = 100000};
+    collect c = {.lim = &lim, .chunk = 4096};
+    oomscan_diag d;
+    ck_assert_int_eq(scan(tpath("big.log"), &c, &d), OOMSCAN_OK);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_uint_eq(c.r[0].data.n, 100000);
+    ck_assert(c.r[0].failed);
+    ck_assert_msg(strstr(c.r[0].err, "--limit bytes=100000"), "\"%s\"", c.r[0].err);
+    collect_free(&c);
+    /* in a tar: the member that crosses the limit fails, the next one is not delivered */
+    entry e[] = {{"a.log", log.p, log.n, 'f'}, {"b.log", log.p, log.n, 'f'}};
+    write_archive(tpath("two.tar"), FMT_USTAR, FLT_NONE, e, 2);
+    lim.max_bytes = 400000;
+    collect t = {.lim = &lim};
+    ck_assert_int_eq(scan(tpath("two.tar"), &t, &d), OOMSCAN_OK);
+    ck_assert_uint_eq(t.n, 2);
+    ck_assert(!t.r[0].failed);
+    ck_assert(t.r[1].failed);
+    ck_assert_uint_eq(t.r[1].data.n, 100000);
+    collect_free(&t);
+    /* the defaults let it all through */
+    collect all = {0};
+    ck_assert_int_eq(scan(tpath("two.tar"), &all, &d), OOMSCAN_OK);
+    ck_assert(!all.r[1].failed);
+    collect_free(&all);
+    free(log.p);
+}
+END_TEST
+
+/* A compression bomb: 10 MB of zeros gzipped is ~10 KB; past ratio_after decoded bytes it may not
+ * decode more than max_ratio times what was read. */
+START_TEST(test_input_limit_ratio)
+{
+    size_t n = 10u << 20;
+    unsigned char *zeros = calloc(1, n);
+    blob gz = gzip_mem(zeros, n, NULL);
+    write_file(tpath("zeros.gz"), gz.p, gz.n);
+    input_limits lim = {.max_ratio = 100, .ratio_after = 1u << 20};
+    collect c = {.lim = &lim};
+    oomscan_diag d;
+    ck_assert_int_eq(scan(tpath("zeros.gz"), &c, &d), OOMSCAN_OK);
+    ck_assert(c.r[0].failed);
+    ck_assert_msg(strstr(c.r[0].err, "--limit ratio=100") && strstr(c.r[0].err, "decompression bomb"), "\"%s\"",
+                  c.r[0].err);
+    ck_assert_uint_lt(c.r[0].data.n, n);
+    ck_assert_uint_ge(c.r[0].data.n, 1u << 20);
+    collect_free(&c);
+    /* plain text is 1:1 and never trips it */
+    write_file(tpath("zeros.txt"), zeros, 3u << 20);
+    collect p = {.lim = &lim};
+    ck_assert_int_eq(scan(tpath("zeros.txt"), &p, &d), OOMSCAN_OK);
+    ck_assert(!p.r[0].failed);
+    collect_free(&p);
+    free(zeros);
+    free(gz.p);
+}
+END_TEST
+
+/* Archive entries are counted per input (directories and nested archives' entries too); past the
+ * limit the input stops with OOMSCAN_ERR_LIMIT naming it, the members before are delivered. */
+START_TEST(test_input_limit_members)
+{
+    entry e[20];
+    char names[20][16];
+    for (size_t i = 0; i < 20; i++) {
+        snprintf(names[i], sizeof names[i], "m%02zu.log", i);
+        e[i] = (entry){names[i], LOG_A, strlen(LOG_A), 'f'};
+    }
+    write_archive(tpath("many.tar"), FMT_USTAR, FLT_NONE, e, 20);
+    input_limits lim = {.max_members = 5};
+    collect c = {.lim = &lim};
+    oomscan_diag d;
+    ck_assert_int_eq(scan(tpath("many.tar"), &c, &d), OOMSCAN_ERR_LIMIT);
+    ck_assert_uint_eq(c.n, 5);
+    ck_assert_msg(strstr(d.msg, "--limit members=5") && strstr(d.where, "many.tar"), "%s: %s", d.where, d.msg);
+    collect_free(&c);
+    /* nested: the outer tar holds the 20-member one */
+    blob inner = read_file(tpath("many.tar"));
+    entry o = {"inner.tar", inner.p, inner.n, 'f'};
+    write_archive(tpath("outer.tar"), FMT_USTAR, FLT_NONE, &o, 1);
+    collect n = {.lim = &lim};
+    ck_assert_int_eq(scan(tpath("outer.tar"), &n, &d), OOMSCAN_ERR_LIMIT);
+    ck_assert_uint_eq(n.n, 4); /* the outer entry counts too */
+    ck_assert_msg(strstr(d.msg, "--limit members=5"), "%s", d.msg);
+    collect_free(&n);
+    free(inner.p);
+}
+END_TEST
+
 static Suite *input_suite(void)
 {
     Suite *s = suite_create("input");
@@ -952,6 +1136,8 @@ static Suite *input_suite(void)
         test_input_gzip_truncated_delivers_prefix_then_error, test_input_gzip_corrupt_reports_decoder_message,
         test_input_single_compressed_zstd_xz_bzip2, test_input_archives_members_in_order,
         test_input_truncated_tar_gz, test_input_callback_stops_and_partial_reads,
+        test_input_truncated_xz_zstd_bzip2_keep_prefix, test_input_zstd_bzip2_concatenated_and_corrupt,
+        test_input_limit_total_bytes, test_input_limit_ratio,
     };
     tcase_add_test(tc, test_input_plain_text_exact_bytes);
     tcase_add_test(tc, test_input_empty_file_is_one_empty_source);
@@ -966,6 +1152,7 @@ static Suite *input_suite(void)
     tcase_add_test(tc, test_input_open_errors);
     tcase_add_test(tc, test_input_stdin_plain_and_gzip);
     tcase_add_test(tc, test_input_open_fd_keeps_fd_open);
+    tcase_add_test(tc, test_input_limit_members);
     for (size_t i = 0; i < sizeof both / sizeof *both; i++)
         tcase_add_test(tc, both[i]);
     suite_add_tcase(s, tc);

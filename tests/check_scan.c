@@ -43,6 +43,28 @@ START_TEST(test_scan_wrapped_inside_a_word_keeps_the_joined_values)
 }
 END_TEST
 
+/* One invalid byte in a kernel OOM line (a process name with a stray Latin-1 byte): the finding is
+ * kept, with its values, the byte shown as '?'. PCRE2_MATCH_INVALID_UTF let no match cross it. */
+START_TEST(test_scan_invalid_utf8_byte_keeps_kernel_oom)
+{
+    const char *text = "[Thu Mar 14 01:57:55 2019] Out of memory: Kill process 89746 (pyth\xffon) score 868 or sacrifice child\n"
+                       "[Thu Mar 14 01:57:55 2019] Killed process 89746 (pyth\xffon) total-vm:118026216kB, "
+                       "anon-rss:109819332kB, file-rss:3324kB, shmem-rss:0kB\n";
+    pdb *db = pdb_new(); /* the shipped database: its kernel patterns capture the process name */
+    oomscan_diag d;
+    diag_clear(&d);
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    run_out o = scan_text(db, text, strlen(text), 0, 0);
+    const finding *f = find_class(o.st, CLS_HOST_OOM_KILL);
+    ck_assert_msg(f != NULL, "the kernel OOM with an invalid byte was lost");
+    const cJSON *proc = cJSON_GetObjectItemCaseSensitive(f->memory, "process");
+    ck_assert_msg(cJSON_IsString(proc) && strcmp(proc->valuestring, "pyth?on") == 0, "process: %s",
+                  cJSON_IsString(proc) ? proc->valuestring : "(none)");
+    done(&o);
+}
+END_TEST
+
 START_TEST(test_scan_terminators_positions_exact)
 {
     /* \n, \r\n and a bare \r all end lines; the failure is on line 5 at byte 26 */
@@ -326,6 +348,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_scan_terminators_positions_exact);
+    tcase_add_test(tc, test_scan_invalid_utf8_byte_keeps_kernel_oom);
     tcase_add_test(tc, test_scan_long_line_is_cut_and_scan_goes_on);
     tcase_add_test(tc, test_scan_binary_junk_and_nul_do_not_stop);
     tcase_add_test(tc, test_scan_wrapped_message_joins_number_and_unit);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
@@ -39,6 +40,7 @@ static void usage(FILE *f)
           "      --job-id ID         the job's id, for findings whose logs state none\n"
           "      --follow FILE       follow FILE as it grows (NDJSON as findings complete)\n"
           "      --state FILE        report only what earlier runs with FILE did not\n"
+          "      --limit NAME=N      bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
           "      --ticket-style S    plain (default), github or jira; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
           "      --patterns DIR      add the pattern data files in DIR\n"
@@ -47,18 +49,27 @@ static void usage(FILE *f)
           "      --explain ID        print remediation checklist ID (\"list\" lists them)\n"
           "  -V, --version           print the version\n"
           "  -h, --help              print this help\n"
-          "\n"
           "Exit: 0 no failure found, 1 failure(s) found, 2 usage or unreadable input.\n",
           f);
 }
 
 /* ---- output sinks ------------------------------------------------------------------------ */
 
+/* errno of the first failed write of the report: later calls may change errno before it is shown */
+static int g_write_errno;
+
+static int write_failed_now(void)
+{
+    if (!g_write_errno)
+        g_write_errno = errno ? errno : EIO;
+    return -1;
+}
+
 static int write_file(void *ud, const char *data, size_t len)
 {
     FILE *f = ud;
     if (fwrite(data, 1, len, f) != len)
-        return -1;
+        return write_failed_now();
     return 0;
 }
 
@@ -66,10 +77,66 @@ static int write_ndjson_flush(void *ud, const char *data, size_t len)
 {
     FILE *f = ud;
     if (fwrite(data, 1, len, f) != len)
-        return -1;
+        return write_failed_now();
     /* each finding line is complete when written: a shipper reading the pipe sees it now */
     if (len && data[len - 1] == '\n' && fflush(f) != 0)
+        return write_failed_now();
+    return 0;
+}
+
+/* -o FILE: the report goes to a temporary file beside FILE, made with the mode a plain create would
+ * give (0666 less the umask; mkstemp's is 0600), and replaces FILE only once complete and on disk. */
+static FILE *report_open(const char *outfile, char **tmpname)
+{
+    size_t len = strlen(outfile) + 16;
+    if (!(*tmpname = malloc(len)))
+        return NULL;
+    snprintf(*tmpname, len, "%s.XXXXXX", outfile);
+    int fd = mkstemp(*tmpname);
+    mode_t um = umask(0);
+    umask(um);
+    FILE *f = NULL;
+    if (fd >= 0 && fchmod(fd, 0666 & ~um) == 0)
+        f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(*tmpname);
+        }
+        free(*tmpname);
+        *tmpname = NULL;
+        errno = e;
+    }
+    return f;
+}
+
+/* Finish -o: `ok` says the report was written whole. Then it is synced and renamed over FILE (and
+ * the folder synced, so the rename survives a crash); otherwise FILE, if any, is left as it was. */
+static int report_close(FILE *f, const char *outfile, char *tmpname, int ok)
+{
+    int e = 0;
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        e = errno;
+    if (fclose(f) != 0 && !e)
+        e = errno;
+    if (ok && !e && rename(tmpname, outfile) != 0)
+        e = errno;
+    if (!ok || e) {
+        if (ok)
+            fprintf(stderr, "oomscan: %s: cannot write: %s; the previous report is unchanged\n", outfile, strerror(e));
+        unlink(tmpname);
+        free(tmpname);
         return -1;
+    }
+    char *dir = strdup(outfile);
+    int dfd = dir ? open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (dfd >= 0) {
+        (void)fsync(dfd); /* best effort: some file systems refuse it on a folder */
+        close(dfd);
+    }
+    free(dir);
+    free(tmpname);
     return 0;
 }
 
@@ -107,9 +174,57 @@ enum {
     OPT_JOB_ID,
     OPT_FOLLOW,
     OPT_STATE,
+    OPT_LIMIT,
 };
 
-/* SIGTERM / SIGINT while streaming: stop reading, write what is complete, exit as usual. */
+/* --limit NAME=N[KMGT], repeatable, or NAME=N,NAME=N. Returns 0, or -1 with a message printed. */
+static int parse_limit(const char *arg, oomscan_limits *l)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(it, '=');
+        if (!eq)
+            goto bad;
+        *eq = '\0';
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(eq + 1, &end, 10);
+        unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+        if (shift)
+            end++;
+        if (errno || end == eq + 1 || *end || eq[1] == '-' || v == 0 || v > (UINT64_MAX >> shift))
+            goto bad;
+        uint64_t n = (uint64_t)v << shift;
+        if (strcmp(it, "bytes") == 0)
+            l->max_bytes = n;
+        else if (strcmp(it, "ratio") == 0)
+            l->max_ratio = n;
+        else if (strcmp(it, "members") == 0)
+            l->max_members = n;
+        else if (strcmp(it, "depth") == 0 && n <= 16)
+            l->max_depth = (unsigned)n;
+        else if (strcmp(it, "findings") == 0)
+            l->max_findings = n;
+        else if (strcmp(it, "regex") == 0)
+            l->regex_budget = n;
+        else if (strcmp(it, "state") == 0)
+            l->max_state_bytes = n;
+        else if (strcmp(it, "lock-wait") == 0 && n <= 86400)
+            l->lock_wait_s = (unsigned)n;
+        else
+            goto bad;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "oomscan: --limit '%s': takes NAME=N (N > 0, suffix K, M, G or T), NAME one of bytes, ratio, "
+                    "members, depth (up to 16), findings, regex, state, lock-wait (seconds, up to 86400)\n",
+            arg);
+    return -1;
+}
+
+/* SIGTERM / SIGINT: stop reading, write what was found (the inputs not finished marked so), exit as
+ * usual. A second one ends the program at once (SA_RESETHAND). */
 static oomscan_scan *volatile g_streaming;
 
 static void on_stop_signal(int sig)
@@ -141,6 +256,7 @@ int main(int argc, char **argv)
         {"job-id", required_argument, NULL, OPT_JOB_ID},
         {"follow", required_argument, NULL, OPT_FOLLOW},
         {"state", required_argument, NULL, OPT_STATE},
+        {"limit", required_argument, NULL, OPT_LIMIT},
         {NULL, 0, NULL, 0},
     };
     oomscan_output out = {.format = OOMSCAN_FMT_TEXT};
@@ -150,6 +266,7 @@ int main(int argc, char **argv)
     int color_mode = 0; /* 0 auto, 1 always, -1 never */
     int check = 0, list = 0, quiet = 0;
     long jobs = 0;
+    oomscan_limits limits = {0};
     const char *follow = NULL, *state_file = NULL;
     if (argc > 1 && strcmp(argv[1], "summary") == 0)
         return summary_main(argc - 1, argv + 1);
@@ -242,6 +359,10 @@ int main(int argc, char **argv)
             break;
         case OPT_FOLLOW: follow = optarg; break;
         case OPT_STATE: state_file = optarg; break;
+        case OPT_LIMIT:
+            if (parse_limit(optarg, &limits) != 0)
+                return EXIT_TROUBLE;
+            break;
         default: usage(stderr); return EXIT_TROUBLE;
         }
         if (c == 'f' || c == OPT_TICKET_STYLE)
@@ -338,25 +459,10 @@ int main(int argc, char **argv)
      * reader never sees half a report. */
     FILE *dest = stdout;
     char *tmpname = NULL;
-    if (outfile) {
-        size_t len = strlen(outfile) + 16;
-        tmpname = malloc(len);
-        if (!tmpname) {
-            oomscan_db_free(db);
-            return EXIT_TROUBLE;
-        }
-        snprintf(tmpname, len, "%s.XXXXXX", outfile);
-        int fd = mkstemp(tmpname);
-        if (fd < 0 || !(dest = fdopen(fd, "w"))) {
-            fprintf(stderr, "oomscan: %s: cannot create: %s\n", outfile, strerror(errno));
-            if (fd >= 0) {
-                close(fd);
-                unlink(tmpname);
-            }
-            free(tmpname);
-            oomscan_db_free(db);
-            return EXIT_TROUBLE;
-        }
+    if (outfile && !(dest = report_open(outfile, &tmpname))) {
+        fprintf(stderr, "oomscan: %s: cannot create: %s\n", outfile, strerror(errno));
+        oomscan_db_free(db);
+        return EXIT_TROUBLE;
     }
     const char *no_color = getenv("NO_COLOR");
     out.color = color_mode == 1 || (color_mode == 0 && !outfile && isatty(STDOUT_FILENO) && !(no_color && *no_color));
@@ -364,7 +470,7 @@ int main(int argc, char **argv)
         out.color = 0;
 
     stream_ctx sctx = {.out = dest};
-    oomscan_options opt = {.jobs = (unsigned)jobs, .job_id = job_id};
+    oomscan_options opt = {.jobs = (unsigned)jobs, .job_id = job_id, .limits = limits};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
     int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
     if (show_progress)
@@ -382,22 +488,25 @@ int main(int argc, char **argv)
     int live = follow || (out.format == OOMSCAN_FMT_NDJSON && !merge_mode && !state_file && n_paths == 1 &&
                           strcmp(paths[0], "-") == 0 && fstat(STDIN_FILENO, &in_sb) == 0 && !S_ISREG(in_sb.st_mode));
     if (!st && state_file) {
-        st = oomscan_state_open(&state, state_file, &diag);
+        st = oomscan_state_open_limited(&state, state_file, &limits, &diag);
         if (!st && oomscan_state_warning(state) && !quiet)
             fprintf(stderr, "oomscan: %s\n", oomscan_state_warning(state));
         if (!st)
             st = oomscan_scan_use_state(scan, state);
     }
-    if (!st && merge_mode) {
-        st = oomscan_scan_merge(scan, paths, n_paths, &diag);
-    } else if (!st && live) {
+    if (!st && !merge_mode) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_stop_signal; /* no SA_RESTART: a blocked read returns and sees the stop */
+        sa.sa_flags = SA_RESETHAND;
         sigemptyset(&sa.sa_mask);
         g_streaming = scan;
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
+    }
+    if (!st && merge_mode) {
+        st = oomscan_scan_merge(scan, paths, n_paths, &diag);
+    } else if (!st && live) {
         st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, write_ndjson_flush, dest, &diag);
         if (st == OOMSCAN_ERR_IO) {
             sctx.broken = 1; /* the reader went away */
@@ -410,7 +519,7 @@ int main(int argc, char **argv)
         if (show_progress)
             progress_end();
     }
-    int rc = EXIT_NONE, report_out = 0;
+    int rc = EXIT_NONE, report_out = 0, write_ok = 0;
     if (st) {
         fprintf(stderr, "oomscan: %s\n", diag.msg);
         rc = EXIT_TROUBLE;
@@ -426,14 +535,17 @@ int main(int argc, char **argv)
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
             rc = EXIT_TROUBLE;
-        int write_failed = fflush(dest) != 0 || wst != OOMSCAN_OK || sctx.broken;
-        if (write_failed) {
-            /* a closed pipe is the reader's choice, not an error worth a message */
-            if (errno != EPIPE && outfile) {
-                fprintf(stderr, "oomscan: %s: write failed: %s\n", outfile, strerror(errno));
-                rc = EXIT_TROUBLE;
-            }
+        if (fflush(dest) != 0)
+            write_failed_now();
+        int write_failed = g_write_errno || wst != OOMSCAN_OK || sctx.broken;
+        /* a closed pipe is the reader's choice, not an error worth a message; a full disk is */
+        if (write_failed && g_write_errno != EPIPE) {
+            fprintf(stderr, "oomscan: %s: write failed: %s%s\n", outfile ? outfile : "standard output",
+                    strerror(g_write_errno ? g_write_errno : EIO),
+                    outfile ? "; the previous report is unchanged" : "");
+            rc = EXIT_TROUBLE;
         }
+        write_ok = !write_failed;
         /* The state moves on only once the report is out: a lost report is reported again next time. */
         report_out = !st && !write_failed;
         if (state && report_out && !outfile && oomscan_state_save(state, scan, &diag) != OOMSCAN_OK) {
@@ -441,15 +553,9 @@ int main(int argc, char **argv)
             rc = EXIT_TROUBLE;
         }
     }
-    if (outfile) {
-        int bad = fclose(dest) != 0;
-        if (bad || rename(tmpname, outfile) != 0) {
-            fprintf(stderr, "oomscan: %s: cannot write: %s\n", outfile, strerror(errno));
-            unlink(tmpname);
-            rc = EXIT_TROUBLE;
-            report_out = 0;
-        }
-        free(tmpname);
+    if (outfile && report_close(dest, outfile, tmpname, write_ok) != 0) {
+        rc = EXIT_TROUBLE;
+        report_out = 0;
     }
     if (state && outfile && report_out && oomscan_state_save(state, scan, &diag) != OOMSCAN_OK) {
         fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);

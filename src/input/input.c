@@ -5,8 +5,12 @@
  * into the head; reading drains the head first, then pulls straight into the caller's buffer, so the
  * plain-text path is one read() per call and the gzip path decodes in place.
  *
- * gzip is always ours (gz.c, the fast path); libarchive does zstd/xz/bzip2 and the archive formats,
- * fed from our own callbacks, so a tar.gz reaches libarchive already inflated. */
+ * The compressions are ours (gz.c for gzip, the fast path; decode.c for zstd, xz, bzip2, so a stream
+ * cut short keeps what was decoded before the cut); libarchive does only the archive formats, fed from
+ * our own callbacks, so a tar.gz reaches libarchive already inflated.
+ *
+ * Limits (input_limits) are counted here, on the bytes handed to the caller and the bytes read from
+ * the file: a stream past one fails with the limit's name and the input delivers no further source. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open/read/fstat/posix_fadvise under -std=c11 */
 #endif
@@ -16,18 +20,19 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input/decode.h"
 #include "input/gz.h"
 #include "input/input_readahead.h"
 
 #define INPUT_BUF (256u * 1024u)  /* libarchive feed buffer, like the gzip input buffer */
 #define SNIFF_LEN 512             /* one tar header: the longest signature we check */
-#define ARCHIVE_DEPTH_MAX 3       /* archives inside archives: deeper ones are delivered as bytes */
 #define LAYER_DEPTH_MAX 8         /* decoders stacked in total (each costs ~300-600 KiB) */
 #define RETRY_MAX 64              /* consecutive ARCHIVE_RETRY/FAILED headers before giving up */
 #define MAX_READ (1u << 30)       /* one read() or decoder call at most */
@@ -37,9 +42,13 @@
 /* Pull up to `cap` bytes. On -1 the reason is written to err[0..errcap). */
 typedef ssize_t (*pull_fn)(void *ud, void *buf, size_t cap, char *err, size_t errcap);
 
+typedef struct input_ctx input_ctx;
+
 struct input_stream {
     pull_fn pull;
     void *ud;
+    input_ctx *counted; /* set on a stream handed to the caller: its bytes count against the limits */
+    const char *note;   /* input_stream_note() */
     size_t hlen, hpos; /* sniffed bytes not yet handed to the reader */
     int eof;
     int failed;        /* may be set while sniffing; reported once the head is drained */
@@ -63,7 +72,7 @@ static const char *kind_name(kind k)
     return "text";
 }
 
-typedef struct {
+struct input_ctx {
     const char *path; /* display name */
     input_source_fn fn;
     void *ud;
@@ -71,7 +80,13 @@ typedef struct {
     int regular;              /* the input is a regular file: read-ahead can never block on it */
     oomscan_status nested_st; /* first error inside a nested archive, returned at the end */
     char nested_msg[OOMSCAN_DIAG_MSG];
-} input_ctx;
+    input_limits lim;
+    uint64_t raw_in;    /* bytes read from the file; written by a read-ahead thread too (atomics) */
+    uint64_t delivered; /* decoded bytes handed to the caller */
+    uint64_t members;   /* archive entries seen, nested ones included */
+    int stopped;        /* a limit was hit: deliver nothing more */
+    char depth_note[160];
+};
 
 const char *input_gzip_backend(void)
 {
@@ -84,6 +99,8 @@ static void stream_init(input_stream *s, pull_fn pull, void *ud)
 {
     s->pull = pull;
     s->ud = ud;
+    s->counted = NULL;
+    s->note = NULL;
     s->hlen = s->hpos = 0;
     s->eof = s->failed = 0;
     s->err[0] = '\0';
@@ -115,23 +132,68 @@ static void stream_sniff(input_stream *s)
     }
 }
 
+static const char *human(uint64_t v, char *buf, size_t cap)
+{
+    if (v >= (1ull << 30) && v % (1ull << 30) == 0)
+        snprintf(buf, cap, "%llu GiB", (unsigned long long)(v >> 30));
+    else if (v >= (1ull << 20) && v % (1ull << 20) == 0)
+        snprintf(buf, cap, "%llu MiB", (unsigned long long)(v >> 20));
+    else
+        snprintf(buf, cap, "%llu bytes", (unsigned long long)v);
+    return buf;
+}
+
+/* Before handing bytes to the caller: fail the stream when the input is past a byte limit, else
+ * shrink `cap` so the total limit is met exactly. */
+static int limit_bytes(input_stream *s, size_t *cap)
+{
+    input_ctx *c = s->counted;
+    uint64_t raw = __atomic_load_n(&c->raw_in, __ATOMIC_RELAXED);
+    char a[32], b[32];
+    if (c->lim.stop && *c->lim.stop)
+        snprintf(s->err, sizeof s->err, "interrupted after %s: not read to the end", human(c->delivered, a, sizeof a));
+    else if (c->delivered >= c->lim.max_bytes)
+        snprintf(s->err, sizeof s->err, "stopped after %s of decoded data: the limit per input (--limit bytes=%llu)",
+                 human(c->delivered, a, sizeof a), (unsigned long long)c->lim.max_bytes);
+    else if (c->delivered > c->lim.ratio_after && c->delivered / c->lim.max_ratio > raw)
+        snprintf(s->err, sizeof s->err,
+                 "stopped after %s decoded from %s read: more than %llu:1, a decompression bomb? (--limit ratio=%llu)",
+                 human(c->delivered, a, sizeof a), human(raw, b, sizeof b), (unsigned long long)c->lim.max_ratio,
+                 (unsigned long long)c->lim.max_ratio);
+    else {
+        if (*cap > c->lim.max_bytes - c->delivered)
+            *cap = (size_t)(c->lim.max_bytes - c->delivered);
+        return 0;
+    }
+    s->failed = 1;
+    s->hpos = s->hlen;
+    c->stopped = 1;
+    return -1;
+}
+
 ssize_t input_read(input_stream *s, void *buf, size_t cap)
 {
     if (!s)
         return -1;
-    if (s->hpos < s->hlen) {
-        size_t n = s->hlen - s->hpos;
-        if (n > cap)
-            n = cap;
-        memcpy(buf, s->head + s->hpos, n);
-        s->hpos += n;
-        return (ssize_t)n;
-    }
-    if (s->failed)
+    if (s->counted && !s->failed && cap > 0 && limit_bytes(s, &cap) != 0)
         return -1;
-    if (s->eof || cap == 0)
+    ssize_t n;
+    if (s->hpos < s->hlen) {
+        n = (ssize_t)(s->hlen - s->hpos);
+        if ((size_t)n > cap)
+            n = (ssize_t)cap;
+        memcpy(buf, s->head + s->hpos, (size_t)n);
+        s->hpos += (size_t)n;
+    } else if (s->failed) {
+        return -1;
+    } else if (s->eof || cap == 0) {
         return 0;
-    return stream_pull(s, buf, cap);
+    } else {
+        n = stream_pull(s, buf, cap);
+    }
+    if (n > 0 && s->counted)
+        s->counted->delivered += (uint64_t)n;
+    return n;
 }
 
 const char *input_stream_error(const input_stream *s)
@@ -139,6 +201,11 @@ const char *input_stream_error(const input_stream *s)
     if (!s || !s->failed || s->hpos < s->hlen)
         return NULL;
     return s->err;
+}
+
+const char *input_stream_note(const input_stream *s)
+{
+    return s ? s->note : NULL;
 }
 
 /* ---- sniffing --------------------------------------------------------------------------------- */
@@ -216,29 +283,32 @@ static oomscan_status deliver(input_ctx *c, input_stream *s, const char *outer, 
     else
         join(container, sizeof container, outer, "/", own);
     input_source_info info = {c->path, member, container};
+    s->counted = c;
     if (c->fn(c->ud, &info, s) != 0)
         return diag_set(c->diag, OOMSCAN_ERR_CANCELLED, c->path, "stopped by the caller");
     return OOMSCAN_OK;
 }
 
-/* gzip layer: the decoder pulls from the stream below. */
+/* Compression layer: the decoder (gz.c for gzip, decode.c for the others) pulls from the stream below. */
 typedef struct {
     gz_reader *g;
+    dec_reader *d;
     input_stream *lower;
-} gz_src;
+} codec_src;
 
-static ssize_t gz_lower_read(void *ud, void *buf, size_t cap)
+static ssize_t lower_read(void *ud, void *buf, size_t cap)
 {
     return input_read((input_stream *)ud, buf, cap);
 }
 
-static ssize_t gz_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
+static ssize_t codec_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
 {
-    gz_src *z = ud;
-    ssize_t n = gz_read(z->g, buf, cap);
+    codec_src *z = ud;
+    ssize_t n = z->g ? gz_read(z->g, buf, cap) : dec_read(z->d, buf, cap);
     if (n < 0) {
-        const char *lower = gz_failed_on_read(z->g) ? input_stream_error(z->lower) : NULL;
-        snprintf(err, errcap, "%s", lower ? lower : gz_error(z->g));
+        int on_read = z->g ? gz_failed_on_read(z->g) : dec_failed_on_read(z->d);
+        const char *lower = on_read ? input_stream_error(z->lower) : NULL;
+        snprintf(err, errcap, "%s", lower ? lower : z->g ? gz_error(z->g) : dec_error(z->d));
     }
     return n;
 }
@@ -248,27 +318,32 @@ static ssize_t ra_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap
     return input_ra_read(ud, buf, cap, err, errcap);
 }
 
-static oomscan_status open_gzip(input_ctx *c, input_stream *s, const char *outer, const char *member,
-                                const char *comp, int layers, int adepth)
+static oomscan_status open_codec(input_ctx *c, input_stream *s, kind k, const char *outer, const char *member,
+                                 const char *comp, int layers, int adepth)
 {
-    gz_src z = {gz_new(gz_lower_read, s), s};
-    if (!z.g)
+    codec_src z = {NULL, NULL, s};
+    if (k == K_GZIP)
+        z.g = gz_new(lower_read, s);
+    else
+        z.d = dec_new(k == K_XZ ? DEC_XZ : k == K_ZSTD ? DEC_ZSTD : DEC_BZIP2, lower_read, s);
+    if (!z.g && !z.d)
         return diag_set(c->diag, OOMSCAN_ERR_NOMEM, c->path, "out of memory");
-    /* The outermost gzip of a regular file may inflate in its own thread. Not a pipe: stopping early
+    /* The outermost decoder of a regular file may run in its own thread. Not a pipe: stopping early
      * would have to wait for a read() that may never return. */
     input_ra *ra = NULL;
     if (layers == 0 && c->regular && input_readahead_enabled())
-        ra = input_ra_start(gz_pull, &z);
+        ra = input_ra_start(codec_pull, &z);
     input_stream inner;
     if (ra)
         stream_init(&inner, ra_pull, ra);
     else
-        stream_init(&inner, gz_pull, &z);
+        stream_init(&inner, codec_pull, &z);
     char chain[KIND_LEN];
-    join(chain, sizeof chain, "gzip", "+", comp);
+    join(chain, sizeof chain, kind_name(k), "+", comp);
     oomscan_status st = layer(c, &inner, outer, member, chain, layers + 1, adepth);
-    input_ra_stop(ra); /* before gz_free: the thread may still be inside gz_read */
+    input_ra_stop(ra); /* before freeing the decoder: the thread may still be inside it */
     gz_free(z.g);
+    dec_free(z.d);
     return st;
 }
 
@@ -315,18 +390,6 @@ static const char *fail_reason(struct archive *a, const ar_feed *feed, const cha
     return why ? why : fallback;
 }
 
-/* A compressed file that cannot even be opened is still a source, like a damaged gzip: deliver it
- * as a stream that fails at once with the reason. */
-static oomscan_status deliver_failed(input_ctx *c, const char *outer, const char *member, const char *own,
-                                     const char *why)
-{
-    input_stream bad;
-    stream_init(&bad, NULL, NULL);
-    bad.failed = 1;
-    snprintf(bad.err, sizeof bad.err, "%s", why);
-    return deliver(c, &bad, outer, member, own);
-}
-
 static oomscan_status archive_fail(input_ctx *c, const char *member, struct archive *a,
                                    const ar_feed *feed, oomscan_status st, const char *fallback)
 {
@@ -350,35 +413,20 @@ static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const 
         archive_read_free(a);
         return diag_set(c->diag, OOMSCAN_ERR_NOMEM, c->path, "out of memory");
     }
-    /* Only the filters and formats we sniff for: support_*_all would also bring external-program
-     * filters and formats (mtree, ...) that can claim plain text. */
-    int single = (k == K_ZSTD || k == K_XZ || k == K_BZIP2);
-    if (k == K_ZSTD)
-        archive_read_support_filter_zstd(a);
-    else if (k == K_XZ)
-        archive_read_support_filter_xz(a);
-    else if (k == K_BZIP2)
-        archive_read_support_filter_bzip2(a);
+    /* Only the formats we sniff for: support_*_all would also bring formats (mtree, ...) that can
+     * claim plain text. The compressions were peeled off before (open_codec). */
+    (void)k;
     archive_read_support_format_tar(a);
     archive_read_support_format_zip_streamable(a);
-    if (single) {
-        archive_read_support_format_raw(a);   /* a singly compressed file */
-        archive_read_support_format_empty(a); /* ... that decompresses to nothing */
-    }
-
-    char chain[KIND_LEN];
-    join(chain, sizeof chain, single ? kind_name(k) : "", "+", comp);
+    const char *chain = comp;
 
     oomscan_status st = OOMSCAN_OK;
     if (archive_read_open(a, &feed, NULL, feed_read, NULL) != ARCHIVE_OK) {
-        if (single)
-            st = deliver_failed(c, outer, member, chain, fail_reason(a, &feed, "unrecognized data"));
-        else
-            st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "unrecognized archive");
+        st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "unrecognized archive");
         goto end;
     }
-    int retries = 0, entries = 0;
-    for (;;) {
+    int retries = 0;
+    while (!c->stopped) {
         struct archive_entry *e;
         int r = archive_read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
@@ -392,31 +440,23 @@ static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const 
             continue;
         }
         if (r < ARCHIVE_WARN) {
-            if (single && !entries)
-                st = deliver_failed(c, outer, member, chain, fail_reason(a, &feed, "damaged data"));
-            else
-                st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "damaged archive");
+            st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "damaged archive");
             break;
         }
         retries = 0;
-        entries++;
-        int fmt = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
-        if (fmt == ARCHIVE_FORMAT_EMPTY)
-            break;
-        input_stream ms;
-        stream_init(&ms, member_pull, a);
-        if (fmt == ARCHIVE_FORMAT_RAW) {
-            /* Not an archive: the one entry is the decompressed file itself, named like its parent.
-             * At the top of a regular file its decompression may run in its own thread. */
-            input_ra *ra = NULL;
-            if (layers == 0 && c->regular && input_readahead_enabled())
-                ra = input_ra_start(member_pull, a);
-            if (ra)
-                stream_init(&ms, ra_pull, ra);
-            st = layer(c, &ms, outer, member, chain, layers + 1, adepth);
-            input_ra_stop(ra);
+        if (++c->members > c->lim.max_members) {
+            /* Each member costs a record: a million empty ones would cost a gigabyte. */
+            c->stopped = 1;
+            char m[OOMSCAN_DIAG_MSG];
+            snprintf(m, sizeof m, "stopped after %llu archive members: the limit per input (--limit members=%llu)",
+                     (unsigned long long)c->lim.max_members, (unsigned long long)c->lim.max_members);
+            st = member ? archive_fail(c, member, NULL, NULL, OOMSCAN_ERR_LIMIT, m)
+                        : diag_set(c->diag, OOMSCAN_ERR_LIMIT, c->path, "%s", m);
             break;
         }
+        int fmt = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+        input_stream ms;
+        stream_init(&ms, member_pull, a);
         if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e))
             continue; /* directories, links, devices; a hard link's data came with its first name */
         const char *name = archive_entry_pathname(e);
@@ -446,17 +486,29 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
     stream_sniff(s);
     kind k = sniff_kind(s->head, s->hlen);
     int archive = (k == K_TAR || k == K_ZIP);
-    /* Past the limits a container is just bytes: bounded memory beats completeness. */
-    if (k != K_TEXT && (layers >= LAYER_DEPTH_MAX || (archive && adepth >= ARCHIVE_DEPTH_MAX))) {
+    /* Past the limits a container is just bytes: bounded memory beats completeness. The source says
+     * so (input_stream_note), so the report does not pass it off as read. */
+    if (k != K_TEXT && (layers >= LAYER_DEPTH_MAX || (archive && (unsigned)adepth >= c->lim.max_depth))) {
         char own[KIND_LEN];
         join(own, sizeof own, kind_name(k), "+", comp);
+        if (archive)
+            snprintf(c->depth_note, sizeof c->depth_note,
+                     "%s archive nested deeper than %u archives: scanned as raw bytes (--limit depth=%u)",
+                     kind_name(k), c->lim.max_depth, c->lim.max_depth);
+        else
+            snprintf(c->depth_note, sizeof c->depth_note,
+                     "%s data under %d layers of compression: scanned as raw bytes", kind_name(k), LAYER_DEPTH_MAX);
+        s->note = c->depth_note;
         return deliver(c, s, outer, member, own);
     }
     switch (k) {
     case K_TEXT:
         return deliver(c, s, outer, member, *comp ? comp : "text");
     case K_GZIP:
-        return open_gzip(c, s, outer, member, comp, layers, adepth);
+    case K_ZSTD:
+    case K_XZ:
+    case K_BZIP2:
+        return open_codec(c, s, k, outer, member, comp, layers, adepth);
     default:
         return open_archive(c, s, k, outer, member, comp, layers, adepth);
     }
@@ -464,21 +516,65 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
 
 /* ---- entry points ----------------------------------------------------------------------------- */
 
+typedef struct {
+    int fd;
+    input_ctx *c;
+} fd_src;
+
 static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
 {
-    int fd = *(const int *)ud;
+    fd_src *f = ud;
     for (;;) {
-        ssize_t n = read(fd, buf, cap);
+        /* A pipe may block for ever: wait in short slices so a stop (a signal that reached another
+         * thread) is seen. A regular file never blocks. */
+        while (!f->c->regular && f->c->lim.stop) {
+            if (*f->c->lim.stop) {
+                snprintf(err, errcap, "interrupted: not read to the end");
+                return -1;
+            }
+            struct pollfd p = {f->fd, POLLIN, 0};
+            int pr = poll(&p, 1, 200);
+            if (pr > 0 || (pr < 0 && errno != EINTR))
+                break; /* readable, at the end, or an error read() will tell */
+        }
+        ssize_t n = read(f->fd, buf, cap);
+        if (n > 0)
+            __atomic_fetch_add(&f->c->raw_in, (uint64_t)n, __ATOMIC_RELAXED);
         if (n >= 0)
             return n;
         if (errno != EINTR) {
             snprintf(err, errcap, "read error: %s", strerror(errno));
             return -1;
         }
+        if (f->c->lim.stop && *f->c->lim.stop) { /* a stop signal: do not wait on a pipe again */
+            snprintf(err, errcap, "interrupted: not read to the end");
+            return -1;
+        }
     }
 }
 
-oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void *ud, oomscan_diag *diag)
+static void limits_fill(input_limits *out, const input_limits *lim)
+{
+    input_limits d = {INPUT_MAX_BYTES_DEFAULT, INPUT_MAX_RATIO_DEFAULT, INPUT_RATIO_AFTER_DEFAULT,
+                      INPUT_MAX_MEMBERS_DEFAULT, INPUT_MAX_DEPTH_DEFAULT, NULL};
+    *out = d;
+    if (!lim)
+        return;
+    if (lim->max_bytes)
+        out->max_bytes = lim->max_bytes;
+    if (lim->max_ratio)
+        out->max_ratio = lim->max_ratio;
+    if (lim->ratio_after)
+        out->ratio_after = lim->ratio_after;
+    if (lim->max_members)
+        out->max_members = lim->max_members;
+    if (lim->max_depth)
+        out->max_depth = lim->max_depth;
+    out->stop = lim->stop;
+}
+
+static oomscan_status open_fd(int fd, const char *name, const input_limits *lim, input_source_fn fn, void *ud,
+                              oomscan_diag *diag)
 {
     const char *shown = !name ? "<fd>" : strcmp(name, "-") == 0 ? "<stdin>" : name;
     if (fd < 0 || !fn)
@@ -493,29 +589,41 @@ oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void 
             (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* bigger kernel read-ahead */
         }
     }
-    input_ctx c = {shown, fn, ud, diag, 0, OOMSCAN_OK, ""};
-    c.regular = regular;
+    input_ctx c = {.path = shown, .fn = fn, .ud = ud, .diag = diag, .regular = regular, .nested_st = OOMSCAN_OK};
+    limits_fill(&c.lim, lim);
+    fd_src src = {fd, &c};
     input_stream s;
-    stream_init(&s, fd_pull, &fd);
+    stream_init(&s, fd_pull, &src);
     oomscan_status st = layer(&c, &s, NULL, NULL, "", 0, 0);
     if (st == OOMSCAN_OK && c.nested_st != OOMSCAN_OK)
         st = diag_set(diag, c.nested_st, shown, "%s", c.nested_msg);
     return st;
 }
 
+oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void *ud, oomscan_diag *diag)
+{
+    return open_fd(fd, name, NULL, fn, ud, diag);
+}
+
 oomscan_status input_open_path(const char *path, input_source_fn fn, void *ud, oomscan_diag *diag)
+{
+    return input_open_limited(path, NULL, fn, ud, diag);
+}
+
+oomscan_status input_open_limited(const char *path, const input_limits *lim, input_source_fn fn, void *ud,
+                                  oomscan_diag *diag)
 {
     if (!path || !fn)
         return diag_set(diag, OOMSCAN_ERR_USAGE, path, "no input");
     if (strcmp(path, "-") == 0)
-        return input_open_fd(STDIN_FILENO, "-", fn, ud, diag);
+        return open_fd(STDIN_FILENO, "-", lim, fn, ud, diag);
     int fd;
     do
         fd = open(path, O_RDONLY | O_CLOEXEC);
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return diag_set(diag, OOMSCAN_ERR_IO, path, "cannot open: %s", strerror(errno));
-    oomscan_status st = input_open_fd(fd, path, fn, ud, diag);
+    oomscan_status st = open_fd(fd, path, lim, fn, ud, diag);
     close(fd);
     return st;
 }

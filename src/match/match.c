@@ -11,6 +11,16 @@ struct matcher {
     const pdb *db;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
+    const char *subj; /* what the last run() matched: the caller's text or `fixed` */
+    char *fixed;      /* the text with invalid UTF-8 bytes as '?' (see run()) */
+    size_t fixed_cap;
+    const char *fixed_of; /* the text `fixed` was made from (and its length, and its bad bytes), */
+    size_t fixed_len;     /* within one public call only: the caller's buffer changes between calls */
+    size_t fixed_bad;
+    /* regex work budget of the current input (matcher_budget_reset) */
+    uint64_t budget, spent;
+    unsigned char *skip; /* per failure pattern: skipped for the rest of the input */
+    char note[320];
     /* Per prefix and first byte: 0 not known yet, 1 the prefix may match a text starting with it,
      * 2 it cannot. Learnt on first sight of the byte (see may_start), so a line whose first byte
      * starts no prefix costs a table look-up instead of a regex run per prefix. */
@@ -25,8 +35,10 @@ matcher *matcher_new(const pdb *db)
     m->db = db;
     m->md = pcre2_match_data_create(db->max_captures + 1, NULL);
     m->mctx = pcre2_match_context_create(NULL);
+    m->skip = calloc(db->n_patterns + 1, 1);
+    m->budget = MATCHER_BUDGET_DEFAULT;
     m->first = calloc(db->n_prefixes ? db->n_prefixes : 1, 256);
-    if (!m->md || !m->mctx || !m->first) {
+    if (!m->md || !m->mctx || !m->skip || !m->first) {
         matcher_free(m);
         return NULL;
     }
@@ -42,13 +54,77 @@ void matcher_free(matcher *m)
         return;
     pcre2_match_data_free(m->md);
     pcre2_match_context_free(m->mctx);
+    free(m->fixed);
+    free(m->skip);
     free(m->first);
     free(m);
 }
 
+void matcher_budget_reset(matcher *m, uint64_t budget)
+{
+    m->budget = budget ? budget : MATCHER_BUDGET_DEFAULT;
+    m->spent = 0;
+    memset(m->skip, 0, m->db->n_patterns + 1);
+    m->note[0] = '\0';
+}
+
+const char *matcher_budget_note(const matcher *m)
+{
+    return m->note[0] ? m->note : NULL;
+}
+
+/* Copy n bytes with every byte that is not part of a valid UTF-8 sequence as '?'. Same length, so
+ * match offsets stay valid for the original. Returns how many bytes were replaced. */
+static size_t utf8_fix(const unsigned char *in, size_t n, char *out)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = in[i];
+        size_t k = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+        int ok = k && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++)
+            ok = (in[i + j] & 0xc0) == 0x80;
+        if (ok && k == 3)
+            ok = !(c == 0xe0 && in[i + 1] < 0xa0) && !(c == 0xed && in[i + 1] >= 0xa0); /* overlong, surrogate */
+        if (ok && k == 4)
+            ok = !(c == 0xf0 && in[i + 1] < 0x90) && !(c == 0xf4 && in[i + 1] >= 0x90);
+        if (!ok) {
+            out[i++] = '?';
+            bad++;
+            continue;
+        }
+        memcpy(out + i, in + i, k);
+        i += k;
+    }
+    return bad;
+}
+
 static int run(matcher *m, const pcre2_code *re, const char *text, size_t len, size_t start)
 {
-    return pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    m->subj = text;
+    int rc = pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    if (rc != PCRE2_ERROR_NOMATCH || len == 0)
+        return rc;
+    /* With PCRE2_MATCH_INVALID_UTF an invalid byte is a wall no match crosses: one bad byte in a
+     * kernel OOM's process name hid the whole line. Match again on a copy with such bytes as '?';
+     * captures are then read from the copy (valid UTF-8 for the writers). Only lines that did not
+     * match pay for the check, and those are the few the prefilter picked. */
+    if (text != m->fixed_of || len != m->fixed_len) {
+        if (len > m->fixed_cap) {
+            char *g = realloc(m->fixed, len);
+            if (!g)
+                return rc;
+            m->fixed = g;
+            m->fixed_cap = len;
+        }
+        m->fixed_bad = utf8_fix((const unsigned char *)text, len, m->fixed);
+        m->fixed_of = text;
+        m->fixed_len = len;
+    }
+    if (m->fixed_bad == 0)
+        return rc;
+    m->subj = m->fixed;
+    return pcre2_match(re, (PCRE2_SPTR)m->fixed, len, start, 0, m->md, m->mctx);
 }
 
 /* Iterate the named groups of `re`, calling fn for each name whose group (first set one of a
@@ -57,6 +133,7 @@ typedef int (*name_fn)(void *ud, const char *name, const char *val, size_t n);
 
 static int for_each_name(matcher *m, const pcre2_code *re, const char *text, name_fn fn, void *ud)
 {
+    text = m->subj; /* the line as matched: see run() */
     uint32_t count = 0, entry = 0;
     PCRE2_SPTR table = NULL;
     pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count);
@@ -93,8 +170,25 @@ static int count_fn(void *ud, const char *name, const char *val, size_t n)
 
 int matcher_try(matcher *m, size_t idx, const char *text, size_t len)
 {
+    m->fixed_of = NULL;
     const pdb_pattern *p = &m->db->patterns[idx];
-    if (run(m, p->re, text, len, 0) < 0)
+    if (m->skip[idx])
+        return 0;
+    int rc = run(m, p->re, text, len, 0);
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
+        /* Each such line cost the whole match limit (milliseconds): a pattern like (a+)+$ on a log of
+         * such lines would take hours. Past the input's budget the pattern that spent it is skipped. */
+        if (++m->spent >= m->budget) {
+            m->skip[idx] = 1;
+            if (!m->note[0])
+                snprintf(m->note, sizeof m->note,
+                         "regex work limit: %llu lines hit PCRE2's match limit; pattern %s skipped for the rest of "
+                         "this input, and any other that hits it (--limit regex=%llu)",
+                         (unsigned long long)m->spent, p->id, (unsigned long long)m->budget);
+        }
+        return 0;
+    }
+    if (rc < 0)
         return 0;
     int n = 0;
     for_each_name(m, p->re, text, count_fn, &n);
@@ -126,6 +220,7 @@ static int put_fn(void *ud, const char *name, const char *val, size_t n)
 
 int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *obj)
 {
+    m->fixed_of = NULL;
     const pdb_pattern *p = &m->db->patterns[idx];
     if (run(m, p->re, text, len, 0) < 0)
         return 0;
@@ -191,7 +286,7 @@ int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, c
         return 0;
     line_ctx ctx;
     size_t ml;
-    const char *msg = matcher_strip(m, line, len, &ml, &ctx);
+    const char *msg = matcher_strip(m, line, len, &ml, &ctx); /* (clears the cache) */
     cont_ud u = {p, obj, 0};
     for (size_t k = 0; k < p->n_conts; k++) {
         if (!p->conts[k].re || run(m, p->conts[k].re, msg, ml, 0) < 0)
@@ -258,6 +353,7 @@ static int may_start(matcher *m, size_t i, unsigned char c)
 const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx)
 {
     memset(ctx, 0, sizeof *ctx);
+    m->fixed_of = NULL;
     const pdb *db = m->db;
     size_t pos = 0;
     ctx_ud u = {ctx};

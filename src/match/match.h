@@ -7,6 +7,7 @@
 #define OOMSCAN_MATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -40,6 +41,15 @@ int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *
  * add the named captures whose key `obj` does not hold yet. Returns how many values were added, or
  * -1 when out of memory. Clobbers the last match (call matcher_span first). */
 int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, cJSON *obj);
+
+/* Regex work per input: a line on which a failure pattern hits PCRE2's match limit (hostile input, or
+ * a user pattern like (a+)+$) spends one unit; once `budget` units are spent (0: the default), every
+ * pattern that hits the limit again is skipped until the next reset. Call at the start of each input. */
+#define MATCHER_BUDGET_DEFAULT 64
+void matcher_budget_reset(matcher *m, uint64_t budget);
+
+/* Why patterns are being skipped in this input, or NULL while the budget lasts. Borrowed. */
+const char *matcher_budget_note(const matcher *m);
 
 /* Start and end of the last match. */
 void matcher_span(const matcher *m, size_t *start, size_t *end);

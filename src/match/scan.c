@@ -841,6 +841,9 @@ static void *split_main(void *arg)
     return NULL;
 }
 
+void scanner_regex_budget(scanner *sc, uint64_t budget) { matcher_budget_reset(sc->m, budget); }
+const char *scanner_regex_note(const scanner *sc) { return matcher_budget_note(sc->m); }
+
 int scanner_use_helper(scanner *sc)
 {
     if (sc->split)

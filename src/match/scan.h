@@ -60,6 +60,11 @@ void scanner_free(scanner *sc);
  * then works alone, as before). The thread ends in scanner_free. */
 int scanner_use_helper(scanner *sc);
 
+/* The regex work budget of the next input (matcher_budget_reset; 0: the default), and the note saying
+ * it was spent (NULL while it lasts). */
+void scanner_regex_budget(scanner *sc, uint64_t budget);
+const char *scanner_regex_note(const scanner *sc);
+
 /* Fill the name-derived context of `src` from its path and member. */
 void scan_source_from_name(scan_source *src);
 

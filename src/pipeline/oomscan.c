@@ -91,6 +91,9 @@ oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_wri
 
 /* ---- scan ---------------------------------------------------------------------------------- */
 
+/* Findings kept in the whole run by default: a real run has tens; merging stays cheap below this. */
+#define SCAN_MAX_FINDINGS 10000
+
 oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const oomscan_options *opt,
                                 oomscan_diag *diag)
 {
@@ -105,6 +108,7 @@ oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const 
     s->db = db;
     if (opt)
         s->opt = *opt;
+    s->st->max_findings = s->opt.limits.max_findings ? (size_t)s->opt.limits.max_findings : SCAN_MAX_FINDINGS;
     if (opt && opt->job_id) {
         if (strlen(opt->job_id) >= sizeof s->job_given) {
             story_free(s->st);
@@ -185,13 +189,19 @@ static int vec_push(strvec *v, const char *s)
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Files under dir, recursively, sorted by name at each level; symlinked directories are not followed
- * (loops). Returns -1 only when out of memory; unreadable directories become paths that fail later
- * with their reason. */
+ * (loops). Inside a directory only regular files are read, whether reached directly or through a
+ * symlink: a FIFO would block for ever, a device (/dev/zero) never ends, a socket cannot be opened.
+ * A symlink that leads nowhere (dangling, or a loop: ELOOP) is kept, so it is reported once with its
+ * reason. A path named on the command line is read whatever it is (<(cmd) is a pipe). Returns -1 only
+ * when out of memory; unreadable directories become paths that fail later with their reason. */
 static int expand(strvec *out, const char *path, int depth)
 {
     struct stat sb;
-    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64)
+    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
+        if (depth > 0 && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+            return 0;
         return vec_push(out, path);
+    }
     DIR *d = opendir(path);
     if (!d)
         return vec_push(out, path);
@@ -258,10 +268,20 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     }
     r->container = info->container ? strdup(info->container) : NULL;
     phase_reset_source(c->ps);
+    int budget_spent = scanner_regex_note(c->sc) != NULL;
+    size_t ri = (size_t)(r - u->recs);
     session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)},
                          .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
                          .progress_ud = c, .dumps = &u->dumps};
     oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
+    r = &u->recs[ri];
+    if (r->status == INPUT_OK && input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
+        r->status = INPUT_PARTIAL;
+        r->error = strdup(input_stream_note(stream));
+    } else if (r->status == INPUT_OK && !budget_spent && scanner_regex_note(c->sc)) { /* patterns skipped from here */
+        r->status = INPUT_PARTIAL;
+        r->error = strdup(scanner_regex_note(c->sc));
+    }
     if (st) {
         u->status = st;
         return 1;
@@ -272,12 +292,16 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
 static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 {
     scan_unit *u = &s->units[i];
+    scanner_regex_budget(sc, s->opt.limits.regex_budget); /* per input */
     if (s->state && state_run_unit(s, i, sc, ps))
         return; /* --state: a plain file read on from where the last run stopped */
     unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
     oomscan_diag d;
     diag_clear(&d);
-    oomscan_status st = input_open_path(u->path, on_source, &c, &d);
+    const oomscan_limits *l = &s->opt.limits;
+    input_limits lim = {.max_bytes = l->max_bytes, .max_ratio = l->max_ratio, .max_members = l->max_members,
+                        .max_depth = l->max_depth, .stop = &s->cancel};
+    oomscan_status st = input_open_limited(u->path, &lim, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
         const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
         input_record *r = session_add_record(&u->recs, &u->n_recs, name, NULL);
@@ -297,8 +321,25 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 static void merge_unit(oomscan_scan *s, size_t i)
 {
     scan_unit *u = &s->units[i];
+    size_t dropped = s->st->dropped + u->st->dropped;
     if (story_merge(s->st, u->st) != 0)
         u->status = OOMSCAN_ERR_NOMEM;
+    if (s->st->dropped > dropped && !s->findings_capped && u->n_recs > 0) {
+        /* said once, on the input where it happened; later inputs' new findings are only counted */
+        s->findings_capped = 1;
+        input_record *r = &u->recs[u->n_recs - 1];
+        char msg[200];
+        snprintf(msg, sizeof msg, "%zu findings kept: the limit of the run; new findings from here on are only "
+                 "counted (--limit findings=%zu)", s->st->max_findings, s->st->max_findings);
+        char *e = strdup(msg);
+        if (e && r->status == INPUT_OK) {
+            r->status = INPUT_PARTIAL;
+            free(r->error);
+            r->error = e;
+        } else {
+            free(e);
+        }
+    }
     if (u->dumps && !s->dumps) {
         s->dumps = u->dumps;
         u->dumps = NULL;
@@ -347,7 +388,15 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (i >= s->n_units)
             break;
-        if (w->status == OOMSCAN_OK) {
+        if (s->cancel) {
+            /* stopped by a signal: the inputs not begun are listed as not read, the report says so */
+            scan_unit *u = &s->units[i];
+            input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path : "<stdin>", NULL);
+            if (r) {
+                r->status = INPUT_ERROR;
+                r->error = strdup("not read: interrupted before this input");
+            }
+        } else if (w->status == OOMSCAN_OK) {
             /* framework votes are per input: a fresh state for each */
             phase_free(ps);
             ps = phase_new(s->db->p);
@@ -371,13 +420,18 @@ static void *worker(void *arg)
 oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, size_t n, oomscan_diag *diag)
 {
     strvec files = {0};
-    for (size_t i = 0; i < n; i++)
+    int stdin_seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* stdin is one stream: a second "-" would make two workers split one pipe between them */
+        if (strcmp(paths[i], "-") == 0 && stdin_seen++)
+            continue;
         if (expand(&files, paths[i], 0) != 0) {
             for (size_t k = 0; k < files.n; k++)
                 free(files.v[k]);
             free(files.v);
             return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
         }
+    }
     size_t first = s->n_units;
     scan_unit *g = realloc(s->units, (s->n_units + files.n + 1) * sizeof *g);
     if (!g) {

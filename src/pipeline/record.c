@@ -12,7 +12,11 @@
 #include "emit/emit.h"
 #include "emit/safe.h"
 #include "pipeline/session.h"
+#include "base/jsonnum.h"
 #include "result/result.h"
+
+/* Inputs one merged record may claim: far beyond any run, small enough that offsets cannot wrap. */
+#define MERGE_INPUTS_MAX (1ull << 40)
 
 cJSON *record_visible_json(const struct oomscan_scan *s, size_t i, int with_advice)
 {
@@ -131,10 +135,25 @@ static int time_from(const cJSON *a, story_loc *l)
     if (!a || cJSON_IsNull(a))
         return 0;
     timefmt *t = &l->time;
-    if (!cJSON_IsString(a) ||
-        sscanf(a->valuestring, "%d %d %d %d %d %d %d %d %d %lg %lg %lg", &t->has_date, &t->has_md, &t->has_clock,
-               &t->uptime_only, &t->year, &t->month, &t->day, &t->hour, &t->min, &t->sec, &t->uptime, &t->key) != 12)
+    /* Read as doubles and range-checked: "%d" on an out-of-range number is undefined, and a year of
+     * 2^31-1 would overflow later date arithmetic. */
+    double v[12];
+    if (!cJSON_IsString(a) || sscanf(a->valuestring, "%lg %lg %lg %lg %lg %lg %lg %lg %lg %lg %lg %lg", &v[0], &v[1],
+                                     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]) != 12)
         return -1;
+    static const double lo[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, hi[9] = {1, 1, 1, 1, 9999, 12, 31, 24, 60};
+    for (int i = 0; i < 9; i++)
+        if (!jsonnum_in(v[i], lo[i], hi[i]))
+            return -1;
+    if (!(v[9] >= 0 && v[9] <= 61) || !(v[10] >= 0 && v[10] <= 1e12) || !(v[11] >= -1e13 && v[11] <= 1e13))
+        return -1;
+    int *ints[9] = {&t->has_date, &t->has_md, &t->has_clock, &t->uptime_only, &t->year, &t->month, &t->day, &t->hour,
+                    &t->min};
+    for (int i = 0; i < 9; i++)
+        *ints[i] = (int)v[i];
+    t->sec = v[9];
+    t->uptime = v[10];
+    t->key = v[11];
     l->has_time = 1;
     return 0;
 }
@@ -146,9 +165,9 @@ static int loc_from(const cJSON *o, const cJSON *input, const cJSON *time, size_
     if (!cJSON_IsObject(o) || !path || num_of(o, "line", &line) || num_of(o, "offset", &offset) ||
         !cJSON_IsNumber(input) || input->valuedouble < 0)
         return -1;
-    l->input = (size_t)input->valuedouble + off;
-    l->line = (uint64_t)line;
-    l->offset = (uint64_t)offset;
+    l->input = (size_t)jsonnum_u64(input->valuedouble, MERGE_INPUTS_MAX) + off;
+    l->line = jsonnum_u64(line, UINT64_MAX);
+    l->offset = jsonnum_u64(offset, UINT64_MAX);
     if (!(l->path = strdup(path)) || (member && !(l->member = strdup(member))))
         return -2;
     return time_from(time, l);
@@ -170,7 +189,7 @@ static int raw_set_from(const cJSON *a, const cJSON *dropped, story_set *set)
             return -2;
         set->n++;
     }
-    set->dropped = cJSON_IsNumber(dropped) && dropped->valuedouble > 0 ? (size_t)dropped->valuedouble : 0;
+    set->dropped = cJSON_IsNumber(dropped) ? (size_t)jsonnum_u64(dropped->valuedouble, SIZE_MAX / 2) : 0;
     return 0;
 }
 
@@ -244,7 +263,7 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
         rc = -2;
     if (!rc && num_of(rec, "occurrences", &occ))
         rc = fail(err, cap, -1, "record lacks occurrences", NULL);
-    f.occurrences = (uint64_t)occ;
+    f.occurrences = jsonnum_u64(occ, UINT64_MAX / 2);
     if (!rc) {
         rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "first"), cJSON_GetObjectItemCaseSensitive(m, "input"),
                       cJSON_GetObjectItemCaseSensitive(m, "first_time"), off, &f.first);
@@ -302,8 +321,10 @@ size_t record_scan_into(struct oomscan_scan *s, const cJSON *scan)
     cJSON_ArrayForEach(it, v)
     {
         int fw = tax_framework_from_name(it->string);
-        if (fw >= 0 && cJSON_IsNumber(it) && it->valuedouble > 0)
-            s->votes[fw] += (uint32_t)it->valuedouble;
+        if (fw >= 0 && cJSON_IsNumber(it)) {
+            uint64_t sum = (uint64_t)s->votes[fw] + jsonnum_u64(it->valuedouble, UINT32_MAX);
+            s->votes[fw] = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+        }
     }
     /* the same rule as merging inputs of one scan: the first job named, a conflict if another differs */
     const char *job = str_of(scan, "job_id"), *given = str_of(scan, "job_given");
@@ -313,7 +334,7 @@ size_t record_scan_into(struct oomscan_scan *s, const cJSON *scan)
     if (given && *given && !s->job_given[0])
         snprintf(s->job_given, sizeof s->job_given, "%s", given);
     if (!num_of(scan, "dropped", &d))
-        s->st->dropped += (size_t)d;
-    return (size_t)inputs;
+        s->st->dropped += (size_t)jsonnum_u64(d, SIZE_MAX / 4);
+    return (size_t)jsonnum_u64(inputs, MERGE_INPUTS_MAX);
 }
 

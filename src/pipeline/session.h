@@ -54,6 +54,7 @@ struct oomscan_scan {
     struct oomscan_state *state; /* borrowed: --state for this scan, or NULL */
     volatile sig_atomic_t cancel; /* set from a signal handler: stop reading, flush, return */
     size_t extra_inputs;         /* inputs behind merged records or a stream (they have no unit) */
+    int findings_capped;         /* the whole run's findings limit was reached and said so */
     /* workers */
     pthread_mutex_t mu;
     pthread_cond_t cv;

@@ -19,8 +19,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/jsonnum.h"
 #include "base/status.h"
 #include "emit/safe.h"
 #include "input/input.h"
@@ -29,6 +31,8 @@
 #include "pipeline/session.h"
 
 #define STATE_SCHEMA "oomscan-state/1"
+#define STATE_MAX_BYTES_DEFAULT (256ull << 20) /* a state holds one record per input and finding */
+#define STATE_LOCK_WAIT_DEFAULT 600u             /* seconds: longer than any sane scan of one epilog */
 #define HEAD_LEN 4096           /* bytes hashed to recognise a file again */
 #define CTX_BYTES (256u * 1024u) /* replayed before the cut: longer than any traceback we keep */
 #define RD_CHUNK (256u * 1024u)
@@ -62,7 +66,7 @@ static const char *str_of(const cJSON *o, const char *key)
 static uint64_t u64_of(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+    return cJSON_IsNumber(v) ? jsonnum_u64(v->valuedouble, UINT64_MAX) : 0;
 }
 
 static uint64_t hex_of(const cJSON *o, const char *key)
@@ -124,9 +128,37 @@ static void load_reported(oomscan_state *st, const cJSON *arr)
     }
 }
 
+/* flock with a deadline: a hung run holding the lock must not block every later epilog for ever.
+ * Returns 0, or -1 with errno (EWOULDBLOCK when the wait ran out). */
+static int lock_within(int fd, unsigned seconds)
+{
+    struct timespec start, now, nap = {0, 50 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9 >= (double)seconds) {
+            errno = EWOULDBLOCK;
+            return -1;
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
 oomscan_status oomscan_state_open(oomscan_state **out, const char *path, oomscan_diag *diag)
 {
+    return oomscan_state_open_limited(out, path, NULL, diag);
+}
+
+oomscan_status oomscan_state_open_limited(oomscan_state **out, const char *path, const oomscan_limits *lim,
+                                          oomscan_diag *diag)
+{
     *out = NULL;
+    unsigned wait_s = lim && lim->lock_wait_s ? lim->lock_wait_s : STATE_LOCK_WAIT_DEFAULT;
+    uint64_t max_bytes = lim && lim->max_state_bytes ? lim->max_state_bytes : STATE_MAX_BYTES_DEFAULT;
     oomscan_state *st = calloc(1, sizeof *st);
     size_t plen = strlen(path);
     char *lock = malloc(plen + 6);
@@ -144,20 +176,32 @@ oomscan_status oomscan_state_open(oomscan_state **out, const char *path, oomscan
         oomscan_state_free(st);
         return OOMSCAN_ERR_IO;
     }
-    int rc;
-    while ((rc = flock(st->lockfd, LOCK_EX)) != 0 && errno == EINTR)
-        ;
-    if (rc != 0) {
-        diag_set(diag, OOMSCAN_ERR_IO, lock, "cannot lock: %s", strerror(errno));
+    if (lock_within(st->lockfd, wait_s) != 0) {
+        oomscan_status code = errno == EWOULDBLOCK ? OOMSCAN_ERR_LIMIT : OOMSCAN_ERR_IO;
+        if (code == OOMSCAN_ERR_LIMIT)
+            diag_set(diag, code, lock, "%s: another run has held the lock for %u s: giving up (--limit lock-wait=%u)",
+                     lock, wait_s, wait_s);
+        else
+            diag_set(diag, code, lock, "cannot lock: %s", strerror(errno));
         free(lock);
         oomscan_state_free(st);
-        return OOMSCAN_ERR_IO;
+        return code;
     }
     free(lock);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno != ENOENT)
+    /* O_NONBLOCK: a FIFO at the path must not block the open; only a regular file is read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > max_bytes) {
+        if (fd >= 0 && S_ISREG(sb.st_mode))
+            snprintf(st->warning, sizeof st->warning,
+                     "%s: %llu bytes, more than the limit (--limit state=%llu): starting afresh", path,
+                     (unsigned long long)sb.st_size, (unsigned long long)max_bytes);
+        else if (fd >= 0)
+            snprintf(st->warning, sizeof st->warning, "%s: not a regular file: starting afresh", path);
+        else if (errno != ENOENT)
             snprintf(st->warning, sizeof st->warning, "%s: cannot read (%s): starting afresh", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         *out = st;
         return OOMSCAN_OK;
     }
@@ -275,7 +319,7 @@ static int input_continues(const cJSON *rec, const char *path, state_input *in)
     in->ctx_offset = u64_of(rec, "ctx_offset");
     in->ctx_line = u64_of(rec, "ctx_line");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "marker");
-    in->marker = cJSON_IsNumber(m) ? (int)m->valuedouble : -1;
+    in->marker = cJSON_IsNumber(m) && jsonnum_in(m->valuedouble, 0, INT32_MAX) ? (int)m->valuedouble : -1;
     in->marker_line = u64_of(rec, "marker_line");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)

@@ -344,6 +344,12 @@ int story_merge(story *dst, story *src)
             if (strcmp(dst->f[j].group, sf->group) == 0 && strcmp(dst->f[j].job_id, sf->job_id) == 0)
                 break;
         if (j == dst->n) {
+            if (dst->max_findings && dst->n >= dst->max_findings) {
+                dst->dropped++; /* counted, not kept: memory and the search above stay bounded */
+                free_finding(sf);
+                memset(sf, 0, sizeof *sf);
+                continue;
+            }
             if (dst->n == dst->cap) {
                 size_t cap = dst->cap ? dst->cap * 2 : 16;
                 finding *grown = realloc(dst->f, cap * sizeof *grown);

@@ -67,6 +67,7 @@ typedef struct {
     finding *f;
     size_t n, cap;
     size_t dropped; /* findings not kept past the cap */
+    size_t max_findings; /* story_merge keeps at most this many (0: no cap): the whole run's limit */
     struct config_store *config; /* settings the log printed (config.h), NULL until one is read */
 } story;
 
