@@ -219,6 +219,23 @@ START_TEST(test_dumps_kernel_block_is_one_event_with_every_figure)
 }
 END_TEST
 
+START_TEST(test_dumps_kernel_block_of_a_real_cgroup_kill_is_one_finding)
+{
+    /* made here by the realjobs scenario cgroup_oom_kill: a torchrun worker in a 256 MiB cgroup */
+    story *st = story_new();
+    char *why;
+    ck_assert_int_eq(read_fixture("../realjobs/cgroup_oom_kill/job/dmesg.log", st, NULL, &why), DUMP_KERNEL);
+    const finding *f = only_of(st, CLS_HOST_OOM_KILL); /* the "invoked oom-killer" line folded in */
+    ck_assert_uint_eq(f->first.line, 1);               /* the block starts there */
+    ck_assert_double_eq(mem_num(f, "pid"), 30324);
+    ck_assert_double_eq(mem_num(f, "cgroup_limit_bytes"), 268435456);
+    ck_assert_double_eq(mem_num(f, "file_rss_bytes"), 126388.0 * 1024);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->memory, "constraint")), "CONSTRAINT_MEMCG");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->memory, "cgroup")));
+    story_free(st);
+}
+END_TEST
+
 START_TEST(test_dumps_faulthandler_file_gives_segfault_with_current_thread_phase)
 {
     story *st = story_new();
@@ -273,6 +290,19 @@ START_TEST(test_dumps_flight_recorder_names_the_rank_that_never_joined)
     ck_assert_str_eq(f->first.kind, "flight_recorder");
     ck_assert_int_eq(f->phase, PH_BACKWARD); /* its frames: FSDP's post-backward hook */
     ck_assert_ptr_nonnull(strstr(f->first.path, "nccl_trace_rank_6"));
+    /* it is the root: the real watchdog timeouts of the job's logs are its consequences */
+    story_finish(st, "");
+    f = fr_finding(st);
+    ck_assert(f->is_root);
+    long fr_idx = (long)(f - st->f);
+    int echoes = 0;
+    for (size_t i = 0; i < st->n; i++)
+        if (strcmp(st->f[i].pattern->id, "nccl_timeout.watchdog_collective_timeout") == 0) {
+            ck_assert(!st->f[i].is_root);
+            ck_assert_int_eq(st->f[i].caused_by, fr_idx);
+            echoes++;
+        }
+    ck_assert_int_eq(echoes, 1);
     story_free(st);
     /* the JSON form (2.5+, pg_status as strings) gives the same analysis */
     st = flight_recorder_job("flight_recorder_json", "%s/nccl_trace_rank_%d.json", 2, 0);
@@ -358,6 +388,7 @@ int main(void)
     tcase_add_test(tc, test_dumps_error_file_from_a_real_torchrun_job);
     tcase_add_test(tc, test_dumps_error_file_shapes_string_message_list_stack_error_code);
     tcase_add_test(tc, test_dumps_kernel_block_is_one_event_with_every_figure);
+    tcase_add_test(tc, test_dumps_kernel_block_of_a_real_cgroup_kill_is_one_finding);
     tcase_add_test(tc, test_dumps_faulthandler_file_gives_segfault_with_current_thread_phase);
     tcase_add_test(tc, test_dumps_flight_recorder_names_the_rank_that_never_joined);
     tcase_add_test(tc, test_dumps_memory_snapshot_measures_fragmentation_against_the_request);

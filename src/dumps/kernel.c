@@ -276,6 +276,40 @@ void kernel_blocks_feed(kernel_blocks *k, const unsigned char *p, size_t n)
     }
 }
 
+/* The block's first line ("X invoked oom-killer: ...") is matched on its own (a kill may follow it
+ * in a later line or file); within a kernel log it is the same event as the kill that follows: it is
+ * given the kill's group and no occurrence of its own, and put after the kill, so that the merge into
+ * the caller's story folds it in (its line becomes the finding's first location and evidence). */
+static void fold_headers(story *tmp)
+{
+    for (size_t i = 0; i < tmp->n; i++) {
+        finding *h = &tmp->f[i];
+        if (!h->pattern || strcmp(h->pattern->id, "host_oom_kill.kernel_invoked_oom_killer") != 0)
+            continue;
+        const char *who = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h->memory, "process"));
+        long kill = -1;
+        for (size_t j = 0; j < tmp->n && kill < 0; j++) {
+            const char *by = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tmp->f[j].memory, "invoked_by"));
+            if (j != i && by && who && strcmp(by, who) == 0 && !story_loc_before(&tmp->f[j].first, &h->first))
+                kill = (long)j;
+        }
+        if (kill < 0)
+            continue;
+        char *g = strdup(tmp->f[kill].group);
+        if (!g)
+            continue;
+        free(h->group);
+        h->group = g;
+        memcpy(h->job_id, tmp->f[kill].job_id, sizeof h->job_id);
+        h->occurrences = 0;
+        if ((size_t)kill > i) { /* the kill must reach the merge first */
+            finding t = tmp->f[i];
+            tmp->f[i] = tmp->f[kill];
+            tmp->f[kill] = t;
+        }
+    }
+}
+
 void kernel_blocks_apply(kernel_blocks *k, story *tmp)
 {
     if (k->len) { /* a last line without its newline */
@@ -302,4 +336,5 @@ void kernel_blocks_apply(kernel_blocks *k, story *tmp)
         if (f->pid[0] == 0)
             snprintf(f->pid, sizeof f->pid, "%s", key);
     }
+    fold_headers(tmp);
 }
