@@ -20,6 +20,12 @@ free_port() {
 # torchrun_job OUT FAILURE [prefix command...]: 2 ranks on this host, gloo, --log_dir OUT/logs
 torchrun_job() {
   out=$1 failure=$2; shift 2
+  # REALJOBS_LAUNCHER_ERROR_FILE=1: torchrun gets an error file of its own, as under a scheduler that sets
+  # TORCHELASTIC_ERROR_FILE: it copies the root-cause child's file there (with errorCode), or, when no
+  # child wrote one, records its own ChildFailedError
+  if [ "${REALJOBS_LAUNCHER_ERROR_FILE:-0}" = 1 ]; then
+    TORCHELASTIC_ERROR_FILE=$out/torchrun-error.json; export TORCHELASTIC_ERROR_FILE
+  fi
   REALJOBS_OUT=$out timeout 120 "$@" "$TORCHRUN" --nnodes 1 --nproc_per_node 2 \
     --master_addr 127.0.0.1 --master_port "$(free_port)" --redirects 1 --tee 2 --log_dir "$out/logs" \
     "$here/train.py" "$failure" > "$out/torchrun.out" 2>&1
@@ -31,6 +37,11 @@ can_mount_ns() { unshare -m true 2>/dev/null || { echo "cannot: unshare -m fails
 scenario_backward_host_oom() {      # prlimit --as on rank 1 just before loss.backward()
   command -v prlimit > /dev/null || { echo "cannot: prlimit is missing (util-linux)"; return 77; }
   torchrun_job "$1" backward_host_oom
+}
+
+scenario_launcher_error_file() {     # backward_host_oom with torchrun's own TORCHELASTIC_ERROR_FILE set
+  export REALJOBS_LAUNCHER_ERROR_FILE=1
+  scenario_backward_host_oom "$@"
 }
 
 scenario_dataloader_memory_error() { # the DataLoader worker of rank 1 runs under prlimit --as
@@ -91,5 +102,5 @@ scenario_cgroup_oom_kill() {
   rmdir "$cg" 2>/dev/null || true
 }
 
-SCENARIOS="backward_host_oom dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
+SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
 checkpoint_disk_full cgroup_oom_kill"
