@@ -139,10 +139,11 @@ for step in range(100000):
 BODY_MEM='srun /usr/bin/python3 -u -c "
 import time, torch
 held = []
-for step in range(1000):
+for step in range(40):  # at most 1.25 GiB, should OverMemoryKill fail to act
     held.append(torch.ones(8 << 20))  # 32 MiB of touched pages a step
     print(f\"step {step}: holding {len(held) * 32} MiB\", flush=True)
-    time.sleep(0.2)"'
+    time.sleep(0.2)
+time.sleep(30)"'
 BODY_TORCHRUN='srun /usr/bin/torchrun --nnodes 1 --nproc_per_node 2 --master_addr 127.0.0.1 --master_port $PORT \
   --redirects 1 --tee 2 --log_dir $PWD/torchrun-$SLURM_JOB_ID $TRAIN backward_host_oom'
 
