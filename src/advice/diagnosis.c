@@ -250,7 +250,15 @@ static void ruled_out(const pdb *db, const finding *f, const config_store *cfg, 
             }
         }
     }
-    /* torchelastic prints "error_file: <N/A>" when the worker wrote none */
+    /* torchelastic prints "error_file: <N/A>" when the worker wrote none. Only what the finding itself
+     * carries is used (its memory, its evidence), not the job's settings: records merged from several
+     * nodes (oomscan merge, --state) carry findings, not settings, and must conclude the same. */
+    const cJSON *ef = cJSON_GetObjectItemCaseSensitive(f->memory, "error_file");
+    if (cJSON_IsString(ef) && ef->valuestring[0] && ef->valuestring[0] != '<') {
+        var(&v, "path", "%.150s", ef->valuestring);
+        conclude(db, arr, "error_files_in_use", &v);
+        return;
+    }
     for (size_t k = 0; k < f->n_evidence; k++) {
         const char *p = strstr(f->evidence[k], "error_file:");
         if (!p)

@@ -132,6 +132,10 @@ void setting_text(const cJSON *set, char *buf, size_t cap)
         return;
     }
     /* no value to write: the direction in words, with the job's value when the log showed it */
+    if (cur && (!strcmp(change, "read") || !strcmp(change, "check") || !strcmp(change, "find"))) {
+        snprintf(buf, cap, "%s %s: %s", verb(change), key, cur);
+        return;
+    }
     if (v)
         snprintf(line, sizeof line, "set %s to %s", key, v);
     else

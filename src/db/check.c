@@ -457,6 +457,29 @@ static int in_list(const char *s, const char *const *list, size_t n)
     return 0;
 }
 
+/* 1 when some diagnosis conclusion lists `premise` under `key` ("refutes" or "supports"). */
+static int reachable(const pdb *db, const char *premise, const char *key)
+{
+    const cJSON *c, *p;
+    cJSON_ArrayForEach(c, db->conclusions)
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(c, key)) if (cJSON_IsString(p) && !strcmp(p->valuestring, premise))
+        return 1;
+    return 0;
+}
+
+/* A step's (or setting's) "premise" must be one a conclusion can refute, its "first_when" one a
+ * conclusion can support: otherwise the name is a typo that silently never acts. */
+static void check_premises(checker *c, const pdb_checklist *cl, const char *sid, const cJSON *names, const char *key)
+{
+    const cJSON *p;
+    if (cJSON_IsString(names) && !reachable(c->db, names->valuestring, key))
+        problem(c, cl->file, cl->id, "step %s: no diagnosis conclusion %s \"%s\"", sid, key, names->valuestring);
+    if (!cJSON_IsArray(names))
+        return;
+    cJSON_ArrayForEach(p, names) if (cJSON_IsString(p) && !reachable(c->db, p->valuestring, key))
+        problem(c, cl->file, cl->id, "step %s: no diagnosis conclusion %s \"%s\"", sid, key, p->valuestring);
+}
+
 static void check_checklist(checker *c, const pdb_checklist *cl)
 {
     const cJSON *st;
@@ -464,6 +487,8 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
     {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(st, "id");
         const char *sid = cJSON_IsString(id) ? id->valuestring : "(step without id)";
+        check_premises(c, cl, sid, cJSON_GetObjectItemCaseSensitive(st, "premise"), "refutes");
+        check_premises(c, cl, sid, cJSON_GetObjectItemCaseSensitive(st, "first_when"), "supports");
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(st, "do")))
             problem(c, cl->file, cl->id, "step %s has no \"do\"", sid);
         const cJSON *src = cJSON_GetObjectItemCaseSensitive(st, "source");
@@ -483,6 +508,7 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
                                                 in_list(ch->valuestring, valid_changes, sizeof valid_changes / sizeof *valid_changes));
                 if (!ok)
                     problem(c, cl->file, cl->id, "step %s: setting for %s has an invalid \"change\"", sid, fw->string);
+                check_premises(c, cl, sid, cJSON_GetObjectItemCaseSensitive(s1, "premise"), "refutes");
                 if (!cJSON_IsString(form) || !in_list(form->valuestring, valid_forms, sizeof valid_forms / sizeof *valid_forms))
                     problem(c, cl->file, cl->id, "step %s: setting for %s has no valid \"form\"", sid, fw->string);
             }

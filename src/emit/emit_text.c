@@ -167,7 +167,8 @@ static void advice(out *o, const result_finding *rf)
         const cJSON *st;
         cJSON_ArrayForEach(st, steps)
         {
-            if (++n > 3)
+            /* steps the diagnosis rules out come last (advice.h): the report stops before them */
+            if (++n > 3 || cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"))
                 break;
             const cJSON *dd = cJSON_GetObjectItemCaseSensitive(st, "do");
             w(o, "    %d. %s\n", n, cJSON_IsString(dd) ? dd->valuestring : "");

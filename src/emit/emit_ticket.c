@@ -293,6 +293,14 @@ static void put_checklist(sbuf *b, const markup *m, const result_finding *rf)
             put_code(b, m, jstr(set, "text"));
             sb_puts(b, "\n");
         }
+        /* a step the diagnosis rules out (advice.h puts it last) says why */
+        const char *why = jstr(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "what");
+        if (why) {
+            sb_puts(b, m->subitem);
+            put_text(b, m, "ruled out by the diagnosis: ");
+            put_text(b, m, why);
+            sb_puts(b, "\n");
+        }
     }
 }
 
