@@ -142,7 +142,12 @@ typedef enum {
 
 /* OOMSCAN_FMT_TICKET writes one JSON object per line per root finding (docs/ticketing.md): oomscan's
  * own ticket, or the request body of GitHub's or Jira's create-issue call. */
-typedef enum { OOMSCAN_TICKET_PLAIN, OOMSCAN_TICKET_GITHUB, OOMSCAN_TICKET_JIRA } oomscan_ticket_style;
+typedef enum {
+    OOMSCAN_TICKET_PLAIN,
+    OOMSCAN_TICKET_GITHUB,
+    OOMSCAN_TICKET_JIRA,      /* Jira REST v2 (Data Center / Server): description in wiki markup */
+    OOMSCAN_TICKET_JIRA_CLOUD /* Jira Cloud REST v3: description in Atlassian Document Format */
+} oomscan_ticket_style;
 
 typedef struct {
     oomscan_format format;

@@ -41,7 +41,7 @@ static void usage(FILE *f)
           "      --follow FILE       follow FILE as it grows (NDJSON as findings complete)\n"
           "      --state FILE        report only what earlier runs with FILE did not\n"
           "      --limit NAME=N      bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
-          "      --ticket-style S    plain (default), github or jira; implies -f ticket\n"
+          "      --ticket-style S    plain, github, jira, jira-cloud; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
           "      --patterns DIR      add the pattern data files in DIR\n"
           "      --check-patterns [DIR]  check the database (or DIR alone), run samples\n"
@@ -343,8 +343,10 @@ int main(int argc, char **argv)
                 out.ticket_style = OOMSCAN_TICKET_GITHUB;
             else if (strcmp(optarg, "jira") == 0)
                 out.ticket_style = OOMSCAN_TICKET_JIRA;
+            else if (strcmp(optarg, "jira-cloud") == 0)
+                out.ticket_style = OOMSCAN_TICKET_JIRA_CLOUD;
             else {
-                fprintf(stderr, "oomscan: --ticket-style takes plain, github or jira\n");
+                fprintf(stderr, "oomscan: --ticket-style takes plain, github, jira or jira-cloud\n");
                 return EXIT_TROUBLE;
             }
             out.format = OOMSCAN_FMT_TICKET;
@@ -378,7 +380,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "oomscan: --follow FILE reads that one file: no other PATH, no --state\n");
         return EXIT_TROUBLE;
     }
-    if (out.format == OOMSCAN_FMT_TICKET && out.ticket_style == OOMSCAN_TICKET_JIRA) {
+    if (out.format == OOMSCAN_FMT_TICKET &&
+        (out.ticket_style == OOMSCAN_TICKET_JIRA || out.ticket_style == OOMSCAN_TICKET_JIRA_CLOUD)) {
         if (!out.jira_project)
             out.jira_project = getenv("OOMSCAN_JIRA_PROJECT");
         if (!out.jira_project || !*out.jira_project) {

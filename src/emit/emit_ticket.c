@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "emit/emit.h"
+#include "emit/adf.h"
 #include "emit/report.h"
 #include "emit/safe.h"
 
@@ -401,14 +402,25 @@ static cJSON *ticket_json(const result *r, const result_finding *rf, const oomsc
         cJSON_AddStringToObject(o, "title", title);
         cJSON_AddStringToObject(o, "body", body);
         cJSON_AddItemToObject(o, "labels", labels_json(f, fw));
-    } else if (out->ticket_style == OOMSCAN_TICKET_JIRA) {
-        /* POST /rest/api/2/issue: Jira labels take no spaces and match exactly in JQL, so the dedup
-         * key rides as a label of its own */
+    } else if (out->ticket_style == OOMSCAN_TICKET_JIRA || out->ticket_style == OOMSCAN_TICKET_JIRA_CLOUD) {
+        /* POST /rest/api/2/issue (Data Center) or /rest/api/3/issue (Cloud, whose description is an
+         * Atlassian Document Format tree made from the Markdown body): Jira labels take no spaces and
+         * match exactly in JQL, so the dedup key rides as a label of its own */
         cJSON *fields = cJSON_AddObjectToObject(o, "fields");
         cJSON *project = cJSON_AddObjectToObject(fields, "project");
         cJSON_AddStringToObject(project, "key", out->jira_project);
         cJSON_AddStringToObject(fields, "summary", title);
-        cJSON_AddStringToObject(fields, "description", body);
+        if (out->ticket_style == OOMSCAN_TICKET_JIRA_CLOUD) {
+            cJSON *adf = adf_from_markdown(body);
+            if (!adf) {
+                free(body);
+                cJSON_Delete(o);
+                return NULL;
+            }
+            cJSON_AddItemToObject(fields, "description", adf);
+        } else {
+            cJSON_AddStringToObject(fields, "description", body);
+        }
         cJSON *type = cJSON_AddObjectToObject(fields, "issuetype");
         cJSON_AddStringToObject(type, "name", out->jira_issuetype ? out->jira_issuetype : "Bug");
         cJSON *labels = labels_json(f, fw);
@@ -436,7 +448,8 @@ static cJSON *ticket_json(const result *r, const result_finding *rf, const oomsc
 
 oomscan_status emit_tickets(const result *r, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
-    if (out->ticket_style == OOMSCAN_TICKET_JIRA && (!out->jira_project || !out->jira_project[0]))
+    if ((out->ticket_style == OOMSCAN_TICKET_JIRA || out->ticket_style == OOMSCAN_TICKET_JIRA_CLOUD) &&
+        (!out->jira_project || !out->jira_project[0]))
         return OOMSCAN_ERR_USAGE;
     oomscan_status st = OOMSCAN_OK;
     for (size_t k = 0; k < r->n && !st; k++) {
