@@ -6,6 +6,7 @@ set(OOMSCAN_DATA_FILES
   context/xid.json
   failures/dataloader.json
   failures/dumps.json
+  failures/gloo.json
   failures/kernel.json
   failures/nccl.json
   failures/python.json

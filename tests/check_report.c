@@ -18,6 +18,8 @@ static finding make(tax_class cls, tax_phase ph)
     f.cls = cls;
     f.phase = ph;
     f.caused_by = -1;
+    f.joined_into = f.next_joined = f.first_joined = -1; /* reported on its own, as story_add leaves it */
+    f.job_head = f.job_next = -1;
     f.is_root = 1;
     f.occurrences = 1;
     return f;

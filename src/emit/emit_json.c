@@ -72,10 +72,33 @@ cJSON *emit_finding_json(const result_finding *rf)
     if (rf->phase_confidence)
         cJSON_AddStringToObject(o, "phase_confidence", rf->phase_confidence);
     cJSON_AddStringToObject(o, "framework", tax_framework_name(rf->framework));
+    if (rf->job && rf->job[0])
+        cJSON_AddStringToObject(o, "job", rf->job);
+    else
+        cJSON_AddNullToObject(o, "job");
     cJSON_AddStringToObject(o, "role", rf->is_root ? "root" : "consequence");
+    if (rf->backend)
+        cJSON_AddStringToObject(o, "backend", rf->backend);
     cJSON_AddStringToObject(o, "title", title);
     cJSON_AddStringToObject(o, "pattern", f->pattern->id);
     cJSON_AddItemToObject(o, "source", loc_json(&f->first));
+    /* one failure seen through several windows (story_finish joined them): every window */
+    if (rf->n_sources > 1) {
+        cJSON *src = cJSON_AddArrayToObject(o, "sources");
+        for (size_t k = 0; src && k < rf->n_sources; k++) {
+            cJSON *w = cJSON_CreateObject();
+            if (!w)
+                break;
+            cJSON_AddStringToObject(w, "path", rf->sources[k].path);
+            if (rf->sources[k].member)
+                cJSON_AddStringToObject(w, "member", rf->sources[k].member);
+            else
+                cJSON_AddNullToObject(w, "member");
+            cJSON_AddNumberToObject(w, "line", (double)rf->sources[k].line);
+            cJSON_AddStringToObject(w, "kind", rf->sources[k].kind);
+            cJSON_AddItemToArray(src, w);
+        }
+    }
     cJSON *ev = cJSON_AddArrayToObject(o, "evidence");
     for (size_t k = 0; ev && k < f->n_evidence; k++)
         cJSON_AddItemToArray(ev, cJSON_CreateString(f->evidence[k]));

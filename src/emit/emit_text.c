@@ -184,19 +184,70 @@ static void advice(out *o, const result_finding *rf)
     }
 }
 
+static int name_cmp(const char *path, const char *member, const finding *f)
+{
+    int c = strcmp(path, f->first.path);
+    if (c)
+        return c;
+    return strcmp(member ? member : "", f->first.member ? f->first.member : "");
+}
+
+static int loc_name_cmp(const void *a, const void *b)
+{
+    const finding *x = *(const finding *const *)a, *y = *(const finding *const *)b;
+    return name_cmp(x->first.path, x->first.member, y);
+}
+
+/* How many of byloc[0..n) (sorted by loc_name_cmp) were first seen in path/member. */
+static size_t count_at(const finding **byloc, size_t n, const char *path, const char *member)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first not below */
+        size_t mid = lo + (hi - lo) / 2;
+        if (name_cmp(path, member, byloc[mid]) > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = lo;
+    while (k < n && name_cmp(path, member, byloc[k]) == 0)
+        k++;
+    return k - lo;
+}
+
 oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_fn fn, void *ud)
 {
     out o = {.fn = fn, .ud = ud, .color = color};
     const story *st = r->scan.st;
     if (r->n == 0)
         w(&o, "No failure found.\n");
-    size_t roots = 0;
+    /* one story per job: its roots together, under the job's name when the inputs hold several jobs */
+    size_t *byjob = NULL;
+    if (st->n_jobs > 1) {
+        size_t *idx = malloc((r->n + 1) * sizeof *idx);
+        byjob = malloc((r->n + 1) * sizeof *byjob);
+        if (!idx || !byjob) {
+            free(idx);
+            free(byjob);
+            return OOMSCAN_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < r->n; i++)
+            idx[i] = r->items[i].index;
+        report_group_by_job(st, idx, r->n, byjob);
+        free(idx);
+    }
+    size_t roots = 0, last_job = (size_t)-1;
     for (size_t i = 0; i < r->n; i++) {
-        const result_finding *rf = &r->items[i];
-        if (!rf->is_root)
+        const result_finding *rf = byjob ? result_item(r, byjob[i]) : &r->items[i];
+        if (!rf || !rf->is_root)
             continue;
         if (roots++)
             w(&o, "\n");
+        if (byjob && rf->f->job_no != last_job) {
+            w(&o, "%sJob %s:%s\n", c_(&o, BOLD), rf->job && rf->job[0] ? E(&o, rf->job) : "(not named in the logs)",
+              c_(&o, RST));
+            last_job = rf->f->job_no;
+        }
         sentence(&o, rf);
         advice(&o, rf);
         /* the cascade that follows from this root, counted by class */
@@ -210,6 +261,7 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
                       E(&o, rows[c].ranks));
         }
     }
+    free(byjob);
     if (verbose && r->n > 0) {
         w(&o, "\nAll findings:\n");
         for (size_t i = 0; i < r->n; i++) {
@@ -225,15 +277,18 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
         }
     }
     w(&o, "\n");
+    /* findings per input: the reported findings sorted by where they were first seen, then a binary
+     * search per input (thousands of inputs must not cost inputs x findings) */
+    const finding **byloc = malloc((r->n + 1) * sizeof *byloc);
+    if (!byloc)
+        return OOMSCAN_ERR_NOMEM;
+    for (size_t i = 0; i < r->n; i++)
+        byloc[i] = r->items[i].f;
+    if (r->n > 1)
+        qsort(byloc, r->n, sizeof *byloc, loc_name_cmp);
     for (size_t i = 0; i < r->scan.n_inputs; i++) {
         const input_record *in = &r->scan.inputs[i];
-        size_t nf = 0;
-        for (size_t k = 0; k < st->n; k++) {
-            const finding *f = &st->f[k];
-            if (strcmp(f->first.path, in->path) == 0 &&
-                ((!f->first.member && !in->member) || (f->first.member && in->member && strcmp(f->first.member, in->member) == 0)))
-                nf++;
-        }
+        size_t nf = count_at(byloc, r->n, in->path, in->member);
         w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), E(&o, in->path), in->member ? ":" : "",
           E(&o, in->member), in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error",
           (unsigned long long)in->lines, (unsigned long long)in->bytes, nf, in->error ? " (" : "", E(&o, in->error),
@@ -241,5 +296,6 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
         if (o.color)
             w(&o, "%s", RST);
     }
+    free(byloc);
     return o.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
 }

@@ -2,6 +2,7 @@
 #include "emit/report.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/values.h"
@@ -92,9 +93,12 @@ size_t report_cascade(const story *st, size_t root, report_cascade_row rows[CLS_
 {
     memset(rows, 0, CLS__COUNT * sizeof *rows);
     size_t rl[CLS__COUNT] = {0}, total = 0;
-    for (size_t k = 0; k < st->n; k++) {
+    /* a root's consequences are in its job: walk that job only, once story_finish has listed it */
+    int by_job = st->n_jobs > 0 && st->f[root].job_head >= 0;
+    for (long k = by_job ? st->f[root].job_head : 0; by_job ? k >= 0 : (size_t)k < st->n;
+         k = by_job ? st->f[k].job_next : k + 1) {
         const finding *g = &st->f[k];
-        if (g->is_root || g->caused_by != (long)root)
+        if (g->is_root || g->joined_into >= 0 || g->caused_by != (long)root)
             continue;
         report_cascade_row *r = &rows[g->cls];
         r->findings++;
@@ -105,4 +109,35 @@ size_t report_cascade(const story *st, size_t root, report_cascade_row rows[CLS_
                                            rl[g->cls] ? "," : "", g->ranks.items[i]);
     }
     return total;
+}
+
+void report_group_by_job(const story *st, const size_t *order, size_t n, size_t *out)
+{
+    /* a counting sort on the job number: linear in the findings */
+    size_t *first = calloc(st->n_jobs + 1, sizeof *first), *rank = malloc((st->n_jobs + 1) * sizeof *rank);
+    if (!first || !rank) { /* out of memory: keep the order as it is */
+        memcpy(out, order, n * sizeof *out);
+        free(first);
+        free(rank);
+        return;
+    }
+    size_t seen = 0;
+    for (size_t i = 0; i < st->n_jobs; i++)
+        rank[i] = (size_t)-1;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = st->f[order[i]].job_no;
+        if (rank[j] == (size_t)-1)
+            rank[j] = seen++;
+        first[rank[j]]++;
+    }
+    size_t sum = 0;
+    for (size_t r = 0; r < seen; r++) {
+        size_t c = first[r];
+        first[r] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[first[rank[st->f[order[i]].job_no]]++] = order[i];
+    free(first);
+    free(rank);
 }

@@ -42,4 +42,8 @@ typedef struct {
  * return how many consequence findings there are in all. */
 size_t report_cascade(const story *st, size_t root, report_cascade_row rows[CLS__COUNT]);
 
+/* The first `n` entries of `order` (story_order) regrouped so that each job's findings come together,
+ * jobs in the order their first finding appears in `order`, each job's findings in their order. */
+void report_group_by_job(const story *st, const size_t *order, size_t n, size_t *out);
+
 #endif

@@ -136,10 +136,10 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
     size_t *order = malloc((s->st->n + 1) * sizeof *order);
     if (!order)
         return OOMSCAN_ERR_NOMEM;
-    story_order(s->st, order);
+    size_t shown = story_order(s->st, order); /* a window joined into another finding is in its sources */
     double now = ndjson_now();
     oomscan_status st = OOMSCAN_OK;
-    for (size_t k = 0; k < s->st->n && !st; k++) {
+    for (size_t k = 0; k < shown && !st; k++) {
         size_t i = order[k];
         finding *f = &s->st->f[i];
         uint64_t sig = signature(s, f);

@@ -322,7 +322,8 @@ static void merge_unit(oomscan_scan *s, size_t i)
 {
     scan_unit *u = &s->units[i];
     size_t dropped = s->st->dropped + u->st->dropped;
-    if (story_merge(s->st, u->st) != 0)
+    /* a job's framework is read from that job's inputs only (story_job_votes) */
+    if (story_note_votes(u->st, u->job_conflict ? "" : u->job_id, u->votes) != 0 || story_merge(s->st, u->st) != 0)
         u->status = OOMSCAN_ERR_NOMEM;
     if (s->st->dropped > dropped && !s->findings_capped && u->n_recs > 0) {
         /* said once, on the input where it happened; later inputs' new findings are only counted */
@@ -519,7 +520,10 @@ const char *oomscan_scan_input_error(const oomscan_scan *s, size_t i) { return i
 size_t oomscan_scan_finding_count(const oomscan_scan *s)
 {
     session_finish((oomscan_scan *)s);
-    return s->st->n;
+    size_t n = 0;
+    for (size_t i = 0; i < s->st->n; i++)
+        n += s->st->f[i].joined_into < 0; /* windows joined into another finding are not counted */
+    return n;
 }
 
 /* ---- output -------------------------------------------------------------------------------- */

@@ -29,6 +29,7 @@ void result_finding_clear(result_finding *rf)
         return;
     cJSON_Delete(rf->remediation);
     cJSON_Delete(rf->diagnosis);
+    free(rf->sources);
     memset(rf, 0, sizeof *rf);
 }
 
@@ -39,8 +40,25 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
     memset(rf, 0, sizeof *rf);
     rf->index = i;
     rf->f = f;
-    rf->framework = result_framework(scan->votes, f);
-    rf->job = f->job_id[0] ? f->job_id : scan->job;
+    /* story_finish resolved the job: its own, else the one its source states, else the scan's */
+    rf->job = f->job[0] ? f->job : f->job_id[0] ? f->job_id : scan->job;
+    /* the votes of the finding's own job when inputs were told apart by job: never another job's */
+    static const uint32_t none[FW__COUNT];
+    const uint32_t *votes = scan->votes;
+    if (st->n_votes && !(votes = story_job_votes(st, rf->job)))
+        votes = none;
+    rf->framework = result_framework(votes, f);
+    rf->backend = story_backend(f);
+    story_window win[STORY_MAX_WINDOWS * 4];
+    size_t nw = story_sources(st, i, win, sizeof win / sizeof *win);
+    if (nw > 1) {
+        if (!(rf->sources = malloc(nw * sizeof *rf->sources))) {
+            result_finding_clear(rf);
+            return -1;
+        }
+        memcpy(rf->sources, win, nw * sizeof *win);
+        rf->n_sources = nw;
+    }
     rf->is_root = f->is_root;
     rf->caused_by = f->caused_by >= 0 ? st->f[f->caused_by].id : NULL;
     /* taxonomy.md: "strong" or "weak", absent when the phase is unknown */
@@ -75,8 +93,10 @@ result *result_new(const result_scan *scan)
         return NULL;
     }
     r->scan = *scan;
-    story_order(scan->st, order);
-    for (size_t k = 0; k < n; k++) {
+    size_t shown = story_order(scan->st, order);
+    for (size_t k = shown; k < n; k++)
+        r->pos[order[k]] = (size_t)-1; /* joined into another finding: no item of its own */
+    for (size_t k = 0; k < shown; k++) {
         if (result_finding_init(&r->items[k], scan, order[k], 1) != 0) {
             free(order);
             result_free(r);

@@ -48,13 +48,18 @@ typedef struct {
     int is_root;
     const char *caused_by;        /* id of its root, NULL when it is one */
     const char *phase_confidence; /* "strong" / "weak"; NULL while the story does not state one */
+    const char *backend;          /* collective findings: "nccl" / "gloo" (story_backend), else NULL */
+    story_window *sources;        /* every window of a failure seen through several (story_sources), the
+                                   * reported one first; borrowed views, owned array; NULL when one */
+    size_t n_sources;
     cJSON *remediation;           /* the checklist with current/proposed settings; JSON null if none */
     cJSON *diagnosis;             /* {"conclusions": [...]}, NULL when nothing can be concluded */
 } result_finding;
 
 typedef struct {
     result_scan scan;
-    result_finding *items; /* every finding, in report order (roots first, then by first occurrence) */
+    result_finding *items; /* every finding reported, in report order (roots first, then by first
+                            * occurrence); a window joined into another finding is in its sources */
     size_t n;
     size_t *pos; /* story index -> position in items */
 } result;

@@ -1,4 +1,4 @@
-/* story.c - grouping, fingerprints and root cause. */
+/* story.c - grouping, fingerprints, jobs, joined windows and root cause. */
 #include "story/story.h"
 
 #include <ctype.h>
@@ -8,7 +8,16 @@
 
 #include "match/config.h"
 
-#define STORY_MAX_FINDINGS 4096
+/* Enough for 20,000 jobs' logs of a few findings each in one run (docs/performance.md). */
+#define STORY_MAX_FINDINGS (1u << 18)
+
+struct story_jobvotes {
+    char job[32];
+    uint32_t votes[FW__COUNT];
+    long next; /* chain of the same hash bucket */
+};
+
+#define VOTE_BUCKETS 1024
 
 story *story_new(void) { return calloc(1, sizeof(story)); }
 
@@ -25,8 +34,20 @@ static void free_set(story_set *s)
     free(s->items);
 }
 
+static void free_windows(finding *f)
+{
+    for (size_t i = 0; i < f->n_windows; i++) {
+        free(f->windows[i].path);
+        free(f->windows[i].member);
+    }
+    free(f->windows);
+    f->windows = NULL;
+    f->n_windows = 0;
+}
+
 static void free_finding(finding *f)
 {
+    free_windows(f);
     free(f->phase_evidence);
     free(f->group);
     free_loc(&f->first);
@@ -45,8 +66,138 @@ void story_free(story *s)
     for (size_t i = 0; i < s->n; i++)
         free_finding(&s->f[i]);
     free(s->f);
+    free(s->bucket);
+    free(s->votes);
+    free(s->vbucket);
     config_store_free(s->config);
     free(s);
+}
+
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+#define FNV_BASIS 0xcbf29ce484222325ULL
+
+static uint64_t group_hash(const char *group, const char *job)
+{
+    return fnv1a(job, fnv1a("|", fnv1a(group, FNV_BASIS)));
+}
+
+/* ---- the index by group and job: chained through hnext, so a finding is found in O(1) ---------- */
+
+static void index_put(story *s, long i)
+{
+    size_t b = (size_t)(s->f[i].ghash & (s->n_bucket - 1));
+    s->f[i].hnext = s->bucket[b];
+    s->bucket[b] = i;
+}
+
+static void index_remove(story *s, long i)
+{
+    long *p = &s->bucket[s->f[i].ghash & (s->n_bucket - 1)];
+    while (*p >= 0 && *p != i)
+        p = &s->f[*p].hnext;
+    if (*p == i)
+        *p = s->f[i].hnext;
+}
+
+/* Every finding in the index, with room for one more (load at most 1). Findings appended without
+ * story_add (merge.c, state.c build them from records) are indexed here. 0, -1 out of memory. */
+static int index_sync(story *s)
+{
+    if (s->n + 1 > s->n_bucket) {
+        size_t nb = s->n_bucket ? s->n_bucket : 64;
+        while (nb < s->n + 1)
+            nb *= 2;
+        long *b = malloc(nb * sizeof *b);
+        if (!b)
+            return -1;
+        free(s->bucket);
+        s->bucket = b;
+        s->n_bucket = nb;
+        for (size_t k = 0; k < nb; k++)
+            b[k] = -1;
+        s->n_indexed = 0;
+    }
+    for (; s->n_indexed < s->n; s->n_indexed++) {
+        finding *f = &s->f[s->n_indexed];
+        f->ghash = group_hash(f->group, f->job_id);
+        index_put(s, (long)s->n_indexed);
+    }
+    return 0;
+}
+
+static long index_find(const story *s, uint64_t h, const char *group, const char *job)
+{
+    if (!s->n_bucket)
+        return -1;
+    for (long i = s->bucket[h & (s->n_bucket - 1)]; i >= 0; i = s->f[i].hnext)
+        if (s->f[i].ghash == h && strcmp(s->f[i].group, group) == 0 && strcmp(s->f[i].job_id, job) == 0)
+            return i;
+    return -1;
+}
+
+/* The window a log line is seen through, from its pattern's family: the kernel's log, Slurm's step
+ * lines, a launcher's (torchelastic, DeepSpeed) report; anything else is the process's own log. */
+static const char *pattern_kind(const pdb_pattern *p)
+{
+    const char *b = p && p->file ? strrchr(p->file, '/') : NULL;
+    b = b ? b + 1 : (p && p->file ? p->file : "");
+    if (strncmp(b, "kernel.", 7) == 0)
+        return "kernel";
+    if (strncmp(b, "slurm.", 6) == 0)
+        return "slurm";
+    if (strncmp(b, "torchelastic.", 13) == 0)
+        return "launcher";
+    return "log";
+}
+
+const char *story_backend(const finding *f)
+{
+    if (f->cls != CLS_NCCL_ERROR && f->cls != CLS_NCCL_TIMEOUT)
+        return NULL;
+    const char *b = f->pattern && f->pattern->file ? strrchr(f->pattern->file, '/') : NULL;
+    b = b ? b + 1 : (f->pattern && f->pattern->file ? f->pattern->file : "");
+    if (strncmp(b, "gloo.", 5) == 0)
+        return "gloo";
+    if (strncmp(b, "nccl.", 5) == 0)
+        return "nccl";
+    return NULL;
+}
+
+static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
+
+/* Remember a window (kind, path, member) unless the finding has it already. 0, -1 out of memory. */
+static int add_window(finding *f, const char *kind, const char *path, const char *member, uint64_t line)
+{
+    for (size_t i = 0; i < f->n_windows; i++)
+        if (strcmp(f->windows[i].kind, kind) == 0 && same_str(f->windows[i].path, path) &&
+            same_str(f->windows[i].member, member))
+            return 0;
+    if (f->n_windows >= STORY_MAX_WINDOWS)
+        return 0;
+    story_window *grown = realloc(f->windows, (f->n_windows + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    f->windows = grown;
+    story_window *w = &f->windows[f->n_windows];
+    w->path = strdup(path ? path : "");
+    w->member = member ? strdup(member) : NULL;
+    if (!w->path || (member && !w->member)) {
+        free(w->path);
+        free(w->member);
+        return -1;
+    }
+    w->line = line;
+    w->kind = kind;
+    f->n_windows++;
+    return 0;
 }
 
 char *story_mask(const char *t, size_t n)
@@ -122,6 +273,7 @@ static int set_loc(story_loc *l, const story_event *ev)
     l->member = ev->member ? strdup(ev->member) : NULL;
     l->line = ev->line;
     l->offset = ev->offset;
+    l->kind = ev->kind;
     if (ev->time) {
         l->has_time = 1;
         l->time = *ev->time;
@@ -224,7 +376,13 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
         phase == PH_UNKNOWN)
         return 0;
     story_event ev = {.phase = phase, .phase_evidence = evidence, .framework = framework};
-    if (set_phase(&s->f[idx], &ev) != 0)
+    if (index_sync(s) != 0)
+        return -1;
+    index_remove(s, idx);
+    int rc = set_phase(&s->f[idx], &ev);
+    s->f[idx].ghash = group_hash(s->f[idx].group, s->f[idx].job_id);
+    index_put(s, idx);
+    if (rc != 0)
         return -1;
     s->f[idx].version++;
     return 0;
@@ -251,11 +409,12 @@ long story_add(story *s, const story_event *ev)
             cJSON_Delete(ev->memory);
             return -1;
         }
-        for (size_t i = 0; i < s->n; i++)
-            if (strcmp(s->f[i].group, group) == 0 && strcmp(s->f[i].job_id, ev->job_id ? ev->job_id : "") == 0) {
-                idx = (long)i;
-                break;
-            }
+        if (index_sync(s) != 0) {
+            free(group);
+            cJSON_Delete(ev->memory);
+            return -1;
+        }
+        idx = index_find(s, group_hash(group, ev->job_id ? ev->job_id : ""), group, ev->job_id ? ev->job_id : "");
     }
     if (idx < 0) {
         if (s->n >= STORY_MAX_FINDINGS) {
@@ -293,19 +452,34 @@ long story_add(story *s, const story_event *ev)
         snprintf(f->host, sizeof f->host, "%s", ev->host ? ev->host : "");
         f->memory = ev->memory ? ev->memory : cJSON_CreateObject();
         f->caused_by = -1;
+        f->joined_into = f->next_joined = f->first_joined = -1;
+        f->job_head = f->job_next = -1;
         if (set_loc(&f->first, ev) || !f->memory) {
             free_finding(f);
             return -1;
         }
+        f->ghash = group_hash(f->group, f->job_id);
         idx = (long)s->n++;
+        index_put(s, idx);
+        s->n_indexed = s->n;
     } else {
         free(group);
         finding *f = &s->f[idx];
         /* a later line's phase is taken when the finding has none, or only a weak one and this is strong */
-        if ((f->phase == PH_UNKNOWN || (f->phase_weak && !ev->phase_weak)) && ev->phase != PH_UNKNOWN &&
-            set_phase(f, ev) != 0) {
-            cJSON_Delete(ev->memory);
-            return -1;
+        if ((f->phase == PH_UNKNOWN || (f->phase_weak && !ev->phase_weak)) && ev->phase != PH_UNKNOWN) {
+            if (index_sync(s) != 0) {
+                cJSON_Delete(ev->memory);
+                return -1;
+            }
+            f = &s->f[idx];
+            index_remove(s, idx);
+            int rc = set_phase(f, ev);
+            f->ghash = group_hash(f->group, f->job_id);
+            index_put(s, idx);
+            if (rc != 0) {
+                cJSON_Delete(ev->memory);
+                return -1;
+            }
         }
         if (ev->memory) {
             merge_memory(f->memory, ev->memory);
@@ -327,6 +501,8 @@ long story_add(story *s, const story_event *ev)
         f->first.time = *ev->time;
     }
     add_evidence(f, ev->evidence, ev->evidence_len);
+    if (add_window(f, ev->kind ? ev->kind : pattern_kind(ev->pattern), ev->path, ev->member, ev->line) != 0)
+        return -1;
     set_add(&f->ranks, ev->rank);
     set_add(&f->hosts, ev->host);
     f->version++;
@@ -337,15 +513,24 @@ int story_merge(story *dst, story *src)
 {
     if (config_store_merge(&dst->config, &src->config) != 0)
         return -1;
+    for (size_t v = 0; v < src->n_votes; v++)
+        if (story_note_votes(dst, src->votes[v].job, src->votes[v].votes) != 0)
+            return -1;
     for (size_t i = 0; i < src->n; i++) {
         finding *sf = &src->f[i];
-        size_t j;
-        for (j = 0; j < dst->n; j++)
-            if (strcmp(dst->f[j].group, sf->group) == 0 && strcmp(dst->f[j].job_id, sf->job_id) == 0)
-                break;
-        if (j == dst->n) {
+        /* a dump's findings are tagged with their kind after they were added (dumps_tag) */
+        if (sf->first.kind)
+            for (size_t k = 0; k < sf->n_windows; k++)
+                if (same_str(sf->windows[k].path, sf->first.path) && same_str(sf->windows[k].member, sf->first.member))
+                    sf->windows[k].kind = sf->first.kind;
+        sf->ghash = group_hash(sf->group, sf->job_id); /* merge.c builds findings without story_add */
+        if (index_sync(dst) != 0)
+            return -1;
+        long jj = index_find(dst, sf->ghash, sf->group, sf->job_id);
+        size_t j = jj < 0 ? dst->n : (size_t)jj;
+        if (jj < 0) {
             if (dst->max_findings && dst->n >= dst->max_findings) {
-                dst->dropped++; /* counted, not kept: memory and the search above stay bounded */
+                dst->dropped++; /* counted, not kept: memory stays bounded */
                 free_finding(sf);
                 memset(sf, 0, sizeof *sf);
                 continue;
@@ -358,7 +543,9 @@ int story_merge(story *dst, story *src)
                 dst->f = grown;
                 dst->cap = cap;
             }
-            dst->f[dst->n++] = *sf; /* moved */
+            dst->f[dst->n] = *sf; /* moved */
+            index_put(dst, (long)dst->n++);
+            dst->n_indexed = dst->n;
             memset(sf, 0, sizeof *sf);
             continue;
         }
@@ -374,6 +561,9 @@ int story_merge(story *dst, story *src)
             set_add(&df->ranks, sf->ranks.items[k]);
         for (size_t k = 0; k < sf->hosts.n; k++)
             set_add(&df->hosts, sf->hosts.items[k]);
+        for (size_t k = 0; k < sf->n_windows; k++)
+            if (add_window(df, sf->windows[k].kind, sf->windows[k].path, sf->windows[k].member, sf->windows[k].line) != 0)
+                return -1;
         df->ranks.dropped += sf->ranks.dropped;
         df->hosts.dropped += sf->hosts.dropped;
         merge_memory(df->memory, sf->memory);
@@ -382,18 +572,58 @@ int story_merge(story *dst, story *src)
         memset(sf, 0, sizeof *sf);
     }
     dst->dropped += src->dropped;
-    src->n = 0;
+    /* src is empty now: give its arrays back, so that thousands of merged inputs cost nothing after */
+    free(src->f);
+    free(src->bucket);
+    free(src->votes);
+    free(src->vbucket);
+    src->f = NULL;
+    src->bucket = src->vbucket = NULL;
+    src->votes = NULL;
+    src->n = src->cap = src->n_bucket = src->n_indexed = src->n_votes = src->cap_votes = 0;
     src->dropped = 0;
     return 0;
 }
 
-static uint64_t fnv1a(const char *s, uint64_t h)
+static long votes_find(const story *s, const char *job)
 {
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
+    if (!s->vbucket)
+        return -1;
+    for (long i = s->vbucket[fnv1a(job, FNV_BASIS) % VOTE_BUCKETS]; i >= 0; i = s->votes[i].next)
+        if (strcmp(s->votes[i].job, job) == 0)
+            return i;
+    return -1;
+}
+
+int story_note_votes(story *s, const char *job, const uint32_t *votes)
+{
+    job = job ? job : "";
+    if (!s->vbucket) {
+        if (!(s->vbucket = malloc(VOTE_BUCKETS * sizeof *s->vbucket)))
+            return -1;
+        for (size_t k = 0; k < VOTE_BUCKETS; k++)
+            s->vbucket[k] = -1;
     }
-    return h;
+    long i = votes_find(s, job);
+    if (i < 0) {
+        if (s->n_votes == s->cap_votes) {
+            size_t cap = s->cap_votes ? s->cap_votes * 2 : 4;
+            struct story_jobvotes *g = realloc(s->votes, cap * sizeof *g);
+            if (!g)
+                return -1;
+            s->votes = g;
+            s->cap_votes = cap;
+        }
+        i = (long)s->n_votes++;
+        memset(&s->votes[i], 0, sizeof s->votes[i]);
+        snprintf(s->votes[i].job, sizeof s->votes[i].job, "%s", job);
+        size_t b = fnv1a(s->votes[i].job, FNV_BASIS) % VOTE_BUCKETS;
+        s->votes[i].next = s->vbucket[b];
+        s->vbucket[b] = i;
+    }
+    for (int k = 0; k < FW__COUNT; k++)
+        s->votes[i].votes[k] += votes[k];
+    return 0;
 }
 
 /* How strongly a class is an echo: causes 0; NCCL failures 1 (they may be a root themselves);
@@ -402,64 +632,310 @@ static int echo_level(const finding *f)
 {
     if (!f->echo)
         return 0;
+    const char *backend = story_backend(f);
     switch (f->cls) {
-    case CLS_NCCL_TIMEOUT: case CLS_NCCL_ERROR: return 1;
+    /* gloo never aborts a process: what a rank prints through gloo is what it saw of a peer that died
+     * (a closed or reset socket: any death, even a crash, comes first) or stopped (a timeout, which
+     * a crash may explain but which causes nothing but the supervisor's report) */
+    case CLS_NCCL_TIMEOUT: return backend && strcmp(backend, "gloo") == 0 ? 2 : 1;
+    case CLS_NCCL_ERROR: return backend && strcmp(backend, "gloo") == 0 ? 3 : 1;
     case CLS_SEGFAULT: return 2;
     case CLS_CHILD_FAILED: return 3;
     default: return 2; /* a pattern marked echo (a launcher's SIGKILL) */
     }
 }
 
-void story_finish(story *s, const char *job_id)
+/* ---- a small open-addressing table of finding indices, for story_finish ------------------------ */
+
+typedef struct {
+    uint64_t *h;
+    long *v;
+    size_t cap;
+} itable;
+
+static int itable_init(itable *t, size_t n)
 {
-    for (size_t i = 0; i < s->n; i++) {
-        finding *f = &s->f[i];
-        /* qsort must not see NULL even with a zero count (UBSan rightly says so) */
-        if (f->ranks.n > 1)
-            qsort(f->ranks.items, f->ranks.n, sizeof *f->ranks.items, set_cmp);
-        if (f->hosts.n > 1)
-            qsort(f->hosts.items, f->hosts.n, sizeof *f->hosts.items, set_cmp);
-        const char *job = f->job_id[0] ? f->job_id : (job_id ? job_id : "");
-        uint64_t h = 0xcbf29ce484222325ULL;
-        h = fnv1a(tax_class_name(f->cls), h);
-        h = fnv1a("|", h);
-        h = fnv1a(f->group, h); /* pattern id, phase, masked message */
-        h = fnv1a("|", h);
-        h = fnv1a(job, h);
-        snprintf(f->id, sizeof f->id, "%016llx", (unsigned long long)h);
-        f->is_root = 1;
-        f->caused_by = -1;
-        f->note = NULL;
+    t->cap = 16;
+    while (t->cap < 2 * n + 2)
+        t->cap *= 2;
+    t->h = malloc(t->cap * sizeof *t->h);
+    t->v = malloc(t->cap * sizeof *t->v);
+    if (!t->h || !t->v) {
+        free(t->h);
+        free(t->v);
+        return -1;
     }
-    /* A finding follows from the earliest finding of a lower echo level that is not after it. */
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t k = 0; k < t->cap; k++)
+        t->v[k] = -1;
+    return 0;
+}
+
+static void itable_free(itable *t)
+{
+    free(t->h);
+    free(t->v);
+}
+
+/* The slot for key `h` whose value `eq` accepts, or the empty slot (value -1) where it goes. */
+static long *itable_slot(itable *t, uint64_t h, int (*eq)(const story *, long, const void *), const story *s,
+                         const void *key)
+{
+    size_t k = (size_t)h & (t->cap - 1);
+    while (t->v[k] >= 0 && !(t->h[k] == h && eq(s, t->v[k], key)))
+        k = (k + 1) & (t->cap - 1);
+    t->h[k] = h;
+    return &t->v[k];
+}
+
+static int eq_stream(const story *s, long i, const void *key)
+{
+    const story_loc *a = &s->f[i].first, *b = key;
+    return same_str(a->path, b->path) && same_str(a->member, b->member);
+}
+
+static int eq_job(const story *s, long i, const void *key) { return strcmp(s->f[i].job, key) == 0; }
+
+static int eq_id(const story *s, long i, const void *key) { return strcmp(s->f[i].id, key) == 0; }
+
+static uint64_t stream_hash(const story_loc *l)
+{
+    return fnv1a(l->member ? l->member : "", fnv1a("\n", fnv1a(l->path ? l->path : "", FNV_BASIS)));
+}
+
+static int same_stream(const story_loc *a, const story_loc *b)
+{
+    return same_str(a->path, b->path) && same_str(a->member, b->member);
+}
+
+/* An order of two locations that does not depend on the order the inputs were given in: by time when
+ * both stamps can be compared, by line within one source, else by name. */
+static int loc_cmp_stable(const story_loc *a, const story_loc *b)
+{
+    int c = time_cmp(a, b);
+    if (c == -1 || c == 1)
+        return c;
+    if (same_stream(a, b))
+        return (a->line > b->line) - (a->line < b->line);
+    c = strcmp(a->path ? a->path : "", b->path ? b->path : "");
+    if (c)
+        return c < 0 ? -1 : 1;
+    c = strcmp(a->member ? a->member : "", b->member ? b->member : "");
+    if (c)
+        return c < 0 ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+static const char *finding_kind(const finding *f)
+{
+    if (f->first.kind)
+        return f->first.kind;
+    return f->n_windows ? f->windows[0].kind : pattern_kind(f->pattern);
+}
+
+/* Which window's numbers and wording a joined failure is reported with: the kernel's (RSS, pid) first,
+ * then Slurm's (the limit), then the process's own log, then dumps, the launcher's summary last. */
+static int kind_rank(const char *k)
+{
+    static const char *const order[] = {"kernel", "slurm", "log", "faulthandler", "error_file",
+                                        "flight_recorder", "memory_snapshot", "launcher"};
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+        if (strcmp(k, order[i]) == 0)
+            return (int)i;
+    return (int)(sizeof order / sizeof *order);
+}
+
+/* 1 if `a` is the better window to report a joined failure with. */
+static int better_window(const finding *a, const finding *b)
+{
+    int ra = kind_rank(finding_kind(a)), rb = kind_rank(finding_kind(b));
+    if (ra != rb)
+        return ra < rb;
+    int c = loc_cmp_stable(&a->first, &b->first);
+    return c ? c < 0 : strcmp(a->id, b->id) < 0;
+}
+
+/* Two hosts differ when both are known and neither is the other's short name (node1, node1.cluster). */
+static int hosts_differ(const char *a, const char *b)
+{
+    if (!*a || !*b)
+        return 0;
+    size_t la = strcspn(a, "."), lb = strcspn(b, ".");
+    return !(la == lb && strncmp(a, b, la) == 0);
+}
+
+#define STORY_BURST_LINES 4 /* lines within which print order between threads is not cause order */
+
+/* A supervisor prints its error's name first and the box naming the failed child under it (torchrun's
+ * "ChildFailedError:" then "Root Cause ... exitcode : -9": fixtures/golden/sigkill-then-childfailed.log). */
+#define STORY_BOX_LINES 40
+
+/* One failure's lines in one source: the kernel's oom-killer block with its memory dump is ~80 lines. */
+#define STORY_BLOCK_LINES 120
+
+#define JOIN_TIME_SLACK 300.0 /* seconds between windows of one failure (a kernel kill, Slurm's step line) */
+
+/* Could `a` and `b` be one failure seen through two windows? Same class, different kinds of window,
+ * and nothing that tells them apart (rank, host, time; pid unless `any_pid`). */
+/* The same message of the same pattern, whatever phase each copy could tell (group: pattern|phase|text). */
+static int same_text(const finding *a, const finding *b)
+{
+    const char *x = strchr(a->group, '|'), *y = strchr(b->group, '|');
+    x = x ? strchr(x + 1, '|') : NULL;
+    y = y ? strchr(y + 1, '|') : NULL;
+    return a->pattern == b->pattern && x && y && strcmp(x, y) == 0;
+}
+
+static int can_join(const finding *a, const finding *b, int any_pid)
+{
+    /* another kind of window, or another copy of the same message in another source (torchrun's
+     * console and the rank's own stderr.log, tee'd) */
+    if (a->cls != b->cls)
+        return 0;
+    if (strcmp(finding_kind(a), finding_kind(b)) == 0) {
+        int near = 0;
+        for (size_t i = 0; i < a->n_windows && !near; i++)
+            for (size_t j = 0; j < b->n_windows && !near; j++) {
+                const story_window *x = &a->windows[i], *y = &b->windows[j];
+                near = same_str(x->path, y->path) && same_str(x->member, y->member) &&
+                       (x->line > y->line ? x->line - y->line : y->line - x->line) <= STORY_BLOCK_LINES;
+            }
+        /* or one block of one source: the kernel's oom-killer block (the "invoked oom-killer" line,
+         * the memory dump, then the kill), a DataLoader's bus error then the worker's death */
+        if (!near && !(same_text(a, b) && !same_stream(&a->first, &b->first)))
+            return 0;
+    }
+    if (a->rank[0] && b->rank[0] && strcmp(a->rank, b->rank) != 0)
+        return 0;
+    if (!any_pid && a->pid[0] && b->pid[0] && strcmp(a->pid, b->pid) != 0)
+        return 0;
+    if (hosts_differ(a->host, b->host))
+        return 0;
+    int c = time_cmp_slack(&a->first, &b->first, JOIN_TIME_SLACK);
+    return c == 0 || c == TIMEFMT_INCOMPARABLE;
+}
+
+/* Join finding `o` into `p` (another window of the same failure): `p` takes the numbers, context and
+ * phase it lacks. Idempotent, so story_finish() can run again. */
+static void join(story *s, long p, long o)
+{
+    if (p == o)
+        return;
+    finding *fp = &s->f[p], *fo = &s->f[o];
+    fo->joined_into = p;
+    fo->is_root = 0;
+    fo->caused_by = -1;
+    long *tail = &fp->first_joined;
+    while (*tail >= 0)
+        tail = &s->f[*tail].next_joined;
+    *tail = o;
+    /* the windows already joined into o follow it, now as windows of p */
+    fo->next_joined = fo->first_joined;
+    fo->first_joined = -1;
+    for (long k = fo->next_joined; k >= 0; k = s->f[k].next_joined)
+        s->f[k].joined_into = p;
+    merge_memory(fp->memory, fo->memory);
+    if (!fp->pid[0])
+        memcpy(fp->pid, fo->pid, sizeof fp->pid);
+    if (!fp->rank[0])
+        memcpy(fp->rank, fo->rank, sizeof fp->rank);
+    if (!fp->host[0])
+        memcpy(fp->host, fo->host, sizeof fp->host);
+    for (size_t k = 0; k < fo->ranks.n; k++)
+        set_add(&fp->ranks, fo->ranks.items[k]);
+    for (size_t k = 0; k < fo->hosts.n; k++)
+        set_add(&fp->hosts, fo->hosts.items[k]);
+    if (fp->phase == PH_UNKNOWN && fo->phase != PH_UNKNOWN) {
+        /* the phase only: the group (and so the id) stays that of the reported window */
+        char *ev = fo->phase_evidence ? strdup(fo->phase_evidence) : NULL;
+        if (!fo->phase_evidence || ev) {
+            free(fp->phase_evidence);
+            fp->phase_evidence = ev;
+            fp->phase = fo->phase;
+        }
+    }
+    if (fp->framework < 0)
+        fp->framework = fo->framework;
+}
+
+/* A job's windows of one failure, joined: first those nothing tells apart, then a supervisor's report
+ * (launcher, Slurm) of a kill beside the kernel's own kill line, whatever pid each names: in a container
+ * the launcher and the kernel see different pid namespaces. */
+static void join_windows(story *s, long head)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (long i = head; i >= 0; i = s->f[i].job_next) {
+            if (s->f[i].joined_into >= 0)
+                continue;
+            const char *ki = finding_kind(&s->f[i]);
+            if (pass == 1 && strcmp(ki, "launcher") != 0 && strcmp(ki, "slurm") != 0)
+                continue;
+            for (;;) {
+                long best = -1;
+                for (long j = head; j >= 0; j = s->f[j].job_next) {
+                    if (j == i || s->f[j].joined_into >= 0 || !can_join(&s->f[i], &s->f[j], pass == 1))
+                        continue;
+                    if (pass == 1 && strcmp(finding_kind(&s->f[j]), "kernel") != 0)
+                        continue;
+                    if (best < 0 || better_window(&s->f[j], &s->f[best]))
+                        best = j;
+                }
+                if (best < 0)
+                    break;
+                if (!better_window(&s->f[i], &s->f[best])) {
+                    join(s, best, i);
+                    break;
+                }
+                join(s, i, best); /* and look for more windows of i */
+            }
+        }
+}
+
+/* A finding follows from the earliest finding of a lower echo level (in the same job) that is not
+ * after it. */
+static void elect_causes(story *s, long head)
+{
+    for (long i = head; i >= 0; i = s->f[i].job_next) {
         finding *f = &s->f[i];
         int lvl = echo_level(f);
-        if (lvl == 0)
+        if (lvl == 0 || f->joined_into >= 0)
             continue;
         long best = -1;
-        for (size_t j = 0; j < s->n; j++) {
-            if (j == i || echo_level(&s->f[j]) >= lvl)
+        for (long j = head; j >= 0; j = s->f[j].job_next) {
+            const finding *g = &s->f[j];
+            if (j == i || g->joined_into >= 0 || echo_level(g) >= lvl)
                 continue;
-            /* Without stamps, print order is weak evidence: ranks and threads share a stream through
-             * buffers (NCCL's proxy thread reports an allocation failure after the collective that it
-             * broke). Only a time stamp that says the cause came later rules it out. */
             /* A launcher kills the siblings first and reports the dead child after, in the same second. */
-            if (time_cmp_slack(&s->f[j].first, &f->first, 1.0) == 1)
+            int c = time_cmp_slack(&g->first, &f->first, 1.0);
+            if (c == 1)
                 continue; /* stamped later than the echo */
-            if (best < 0 || echo_level(&s->f[j]) < echo_level(&s->f[best]) ||
-                (echo_level(&s->f[j]) == echo_level(&s->f[best]) && story_loc_before(&s->f[j].first, &s->f[best].first)))
-                best = (long)j;
+            /* Without stamps, the order a source printed them in holds: nothing is caused by a failure
+             * printed after it in the same source, beyond one burst of lines that threads of one process
+             * interleave through their buffers (NCCL's proxy thread reports the allocation failure just
+             * after the collective error it caused: fixtures/golden/nccl-error-after-oom.log). */
+            if (c == TIMEFMT_INCOMPARABLE && same_stream(&g->first, &f->first) &&
+                g->first.line > f->first.line + (lvl == 3 ? STORY_BOX_LINES : STORY_BURST_LINES))
+                continue;
+            if (best < 0 || echo_level(g) < echo_level(&s->f[best]))
+                best = j;
+            else if (echo_level(g) == echo_level(&s->f[best])) {
+                int o = loc_cmp_stable(&g->first, &s->f[best].first);
+                if (o < 0 || (o == 0 && strcmp(g->id, s->f[best].id) < 0))
+                    best = j;
+            }
         }
         if (best >= 0) {
             f->is_root = 0;
             f->caused_by = best;
+            if (time_cmp(&s->f[best].first, &f->first) == TIMEFMT_INCOMPARABLE &&
+                !same_stream(&s->f[best].first, &f->first))
+                f->note = "its cause was printed in another source, and no time stamps order the two: the "
+                          "order is unknown";
         } else {
             f->note = "this usually follows a failure elsewhere; its cause may be in logs not given";
         }
     }
     /* Follow chains to the root (a child_failed after a NCCL timeout after an OOM points at the OOM). */
-    for (size_t i = 0; i < s->n; i++) {
+    for (long i = head; i >= 0; i = s->f[i].job_next) {
         long c = s->f[i].caused_by;
         for (int hops = 0; c >= 0 && !s->f[c].is_root && hops < 8; hops++)
             c = s->f[c].caused_by;
@@ -467,11 +943,133 @@ void story_finish(story *s, const char *job_id)
     }
 }
 
+int story_finish(story *s, const char *job_id)
+{
+    itable streams = {0}, jobs = {0}, ids = {0};
+    long *tails = NULL;
+    int rc = -1;
+    for (size_t i = 0; i < s->n; i++) {
+        finding *f = &s->f[i];
+        /* qsort must not see NULL even with a zero count (UBSan rightly says so) */
+        if (f->ranks.n > 1)
+            qsort(f->ranks.items, f->ranks.n, sizeof *f->ranks.items, set_cmp);
+        if (f->hosts.n > 1)
+            qsort(f->hosts.items, f->hosts.n, sizeof *f->hosts.items, set_cmp);
+        f->is_root = 1;
+        f->caused_by = -1;
+        f->note = NULL;
+        f->joined_into = f->next_joined = f->first_joined = -1;
+        f->job_head = f->job_next = -1;
+    }
+    s->n_jobs = 0;
+    if (itable_init(&streams, s->n) || itable_init(&jobs, s->n) || itable_init(&ids, s->n) ||
+        !(tails = malloc((s->n + 1) * sizeof *tails)))
+        goto out;
+    /* The job a source states in one line (slurmstepd's StepId=1234.0) is that of its other lines. */
+    for (size_t i = 0; i < s->n; i++) {
+        finding *f = &s->f[i];
+        if (!f->job_id[0])
+            continue;
+        long *v = itable_slot(&streams, stream_hash(&f->first), eq_stream, s, &f->first);
+        if (*v < 0 || f->first.line < s->f[*v].first.line)
+            *v = (long)i;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        finding *f = &s->f[i];
+        const char *job = f->job_id;
+        if (!*job) {
+            long *v = itable_slot(&streams, stream_hash(&f->first), eq_stream, s, &f->first);
+            job = *v >= 0 ? s->f[*v].job_id : (job_id ? job_id : "");
+        }
+        snprintf(f->job, sizeof f->job, "%s", job);
+        uint64_t h = FNV_BASIS;
+        h = fnv1a(tax_class_name(f->cls), h);
+        h = fnv1a("|", h);
+        h = fnv1a(f->group, h); /* pattern id, phase, masked message */
+        h = fnv1a("|", h);
+        h = fnv1a(f->job, h);
+        snprintf(f->id, sizeof f->id, "%016llx", (unsigned long long)h);
+        /* one list per job, in index order */
+        long *j = itable_slot(&jobs, fnv1a(f->job, FNV_BASIS), eq_job, s, f->job);
+        if (*j < 0) {
+            *j = (long)i;
+            f->job_no = s->n_jobs++;
+            tails[i] = (long)i;
+        } else {
+            finding *h0 = &s->f[*j];
+            s->f[tails[*j]].job_next = (long)i;
+            tails[*j] = (long)i;
+            f->job_no = h0->job_no;
+        }
+        f->job_head = *j;
+    }
+    /* The same id twice is one failure (the same line in a source naming the job and one that did not):
+     * one finding, never two records with one id. */
+    for (size_t i = 0; i < s->n; i++) {
+        long *v = itable_slot(&ids, fnv1a(s->f[i].id, FNV_BASIS), eq_id, s, s->f[i].id);
+        if (*v < 0) {
+            *v = (long)i;
+        } else if (better_window(&s->f[i], &s->f[*v])) {
+            join(s, (long)i, *v);
+            *v = (long)i;
+        } else {
+            join(s, *v, (long)i);
+        }
+    }
+    /* a finding joined into one that was itself joined later: point at the one reported */
+    for (size_t i = 0; i < s->n; i++) {
+        long p = s->f[i].joined_into;
+        for (int hops = 0; p >= 0 && s->f[p].joined_into >= 0 && hops < 8; hops++)
+            p = s->f[p].joined_into;
+        s->f[i].joined_into = p;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (s->f[i].job_head == (long)i) {
+            join_windows(s, (long)i);
+            elect_causes(s, (long)i);
+        }
+    rc = 0;
+out:
+    itable_free(&streams);
+    itable_free(&jobs);
+    itable_free(&ids);
+    free(tails);
+    return rc;
+}
+
+size_t story_sources(const story *s, size_t idx, story_window *out, size_t cap)
+{
+    size_t n = 0;
+    for (long i = (long)idx; i >= 0 && n < cap; i = (i == (long)idx ? s->f[idx].first_joined : s->f[i].next_joined)) {
+        const finding *f = &s->f[i];
+        for (size_t k = 0; k < f->n_windows && n < cap; k++) {
+            size_t d;
+            for (d = 0; d < n; d++)
+                if (strcmp(out[d].kind, f->windows[k].kind) == 0 && same_str(out[d].path, f->windows[k].path) &&
+                    same_str(out[d].member, f->windows[k].member))
+                    break;
+            if (d == n)
+                out[n++] = f->windows[k];
+        }
+    }
+    return n;
+}
+
+const uint32_t *story_job_votes(const story *s, const char *job)
+{
+    long i = votes_find(s, job ? job : "");
+    if (i < 0)
+        i = votes_find(s, "");
+    return i < 0 ? NULL : s->votes[i].votes;
+}
+
 static const story *order_ctx;
 
 static int order_cmp(const void *a, const void *b)
 {
     const finding *x = &order_ctx->f[*(const size_t *)a], *y = &order_ctx->f[*(const size_t *)b];
+    if ((x->joined_into >= 0) != (y->joined_into >= 0))
+        return x->joined_into >= 0 ? 1 : -1;
     if (x->is_root != y->is_root)
         return x->is_root ? -1 : 1;
     if (story_loc_before(&x->first, &y->first))
@@ -481,15 +1079,19 @@ static int order_cmp(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
-void story_order(const story *s, size_t *order)
+size_t story_order(const story *s, size_t *order)
 {
-    for (size_t i = 0; i < s->n; i++)
+    size_t shown = 0;
+    for (size_t i = 0; i < s->n; i++) {
         order[i] = i;
+        shown += s->f[i].joined_into < 0;
+    }
     /* qsort has no context argument in C11; ordering is done on one thread at the end. */
     order_ctx = s;
     if (s->n > 1)
         qsort(order, s->n, sizeof *order, order_cmp);
     order_ctx = NULL;
+    return shown;
 }
 
 int story_echo_level(const finding *f) { return echo_level(f); }

@@ -1,6 +1,9 @@
-/* story.h - one finding per failure, and the story of the job: grouping repeated failure lines into
- * findings with occurrences, ranks and hosts; stable fingerprints; root cause versus consequences.
- * No I/O.
+/* story.h - one finding per failure, and the story of each job: grouping repeated failure lines into
+ * findings with occurrences, ranks and hosts; stable fingerprints; the job each finding belongs to; one
+ * failure seen through several windows (log, launcher, kernel, Slurm, error file) joined into one
+ * finding; root cause versus consequences, decided within a job. No I/O. Grouping is by hash (of the
+ * group and the job), and the story of each job is told among that job's findings only, so a run over
+ * many jobs costs time linear in their number.
  *
  * Ownership: a story owns its findings and everything in them. story_add() takes ownership of the
  * event's `memory` object whatever it returns. */
@@ -13,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "db/patterndb.h"
+#include "base/taxonomy.h"
 #include "base/timefmt.h"
 
 #define STORY_MAX_EVIDENCE 3
@@ -27,6 +31,15 @@ typedef struct {
     timefmt time;
     const char *kind;  /* static: what kind of window saw it ("error_file", "kernel", ...; dumps.h), NULL a log */
 } story_loc;
+
+/* One window a failure was seen through: the first line of it in one source of one kind. */
+typedef struct {
+    char *path, *member; /* member NULL outside archives */
+    uint64_t line;
+    const char *kind;    /* static: "log", "launcher", "kernel", "slurm", "error_file", ... */
+} story_window;
+
+#define STORY_MAX_WINDOWS 8
 
 typedef struct {
     char **items;
@@ -56,6 +69,20 @@ typedef struct {
     long caused_by; /* index of the root finding, -1 */
     char id[17];
     const char *note;
+    char job[32];      /* the job it belongs to: its own job_id, else one its source states, else the scan's */
+    long joined_into;  /* another window of finding joined_into: not reported on its own (-1 when reported) */
+    long next_joined;  /* the next finding joined into the same one (chain from first_joined), -1 */
+    long first_joined; /* the first finding joined into this one, -1 */
+    /* Windows this finding's own lines came from (story_add, story_merge); story_sources() adds those
+     * of the findings joined into it. */
+    story_window *windows; /* n_windows of them, at most STORY_MAX_WINDOWS (most findings have one) */
+    size_t n_windows;
+    long job_head;     /* the first finding of its job (story_finish), for walking one job's findings */
+    long job_next;     /* the next finding of the same job, -1 */
+    size_t job_no;     /* jobs numbered 0.. by story_finish(), in order of their first finding's index */
+    /* index by group and job (story.c) */
+    uint64_t ghash;
+    long hnext;
     /* For NDJSON records: `version` is bumped on every change; `written_version` holds stream.c's
      * signature (version, role, cause, framework) when the finding was last compared with its record. */
     uint64_t version, written_version;
@@ -63,12 +90,21 @@ typedef struct {
 
 struct config_store;
 
+struct story_jobvotes;
+
 typedef struct {
     finding *f;
     size_t n, cap;
     size_t dropped; /* findings not kept past the cap */
     size_t max_findings; /* story_merge keeps at most this many (0: no cap): the whole run's limit */
     struct config_store *config; /* settings the log printed (config.h), NULL until one is read */
+    long *bucket;   /* index by group and job: heads of hnext chains */
+    size_t n_bucket;
+    size_t n_indexed; /* f[0..n_indexed) are in the index (merge.c appends findings it builds itself) */
+    struct story_jobvotes *votes; /* framework votes per job (story_note_votes) */
+    size_t n_votes, cap_votes;
+    long *vbucket;  /* chains of votes by job hash */
+    size_t n_jobs;  /* distinct jobs, set by story_finish() */
 } story;
 
 typedef struct {
@@ -87,6 +123,7 @@ typedef struct {
     uint64_t line, offset;
     const timefmt *time; /* NULL when the line has no time */
     const char *rank, *local_rank, *pid, *host, *job_id;
+    const char *kind;     /* static window kind of a dump ("error_file", ...); NULL: a log line, kind from its pattern */
     long repeat;          /* Ray's "[repeated Nx]": counts N more occurrences */
     long merge_into;      /* an earlier finding this line continues (same failure, other wording), or -1 */
 } story_event;
@@ -106,15 +143,44 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
  * Call in input order: first/last locations keep that order. Returns 0, -1 out of memory. */
 int story_merge(story *dst, story *src);
 
-/* Compute ids, roles and causes. `job_id` is the scan-wide job when all inputs agree (else ""). */
-void story_finish(story *s, const char *job_id);
+/* Compute jobs, ids, joins, roles and causes (idempotent: call again after more story_add).
+ * `job_id` is the scan-wide job when all inputs agree or one was given (else ""): the job of findings
+ * whose own source states none. Within one job:
+ * - findings with the same id, and one failure's windows (same class, a launcher, kernel, Slurm or
+ *   error-file window beside another, no rank, pid, host or time telling them apart) are joined: the
+ *   best window (kernel, then Slurm, then the log, then error file, then launcher) is reported, with
+ *   every window in story_sources() and the numbers the others add;
+ * - an echo (story_echo_level > 0) follows from the earliest finding of a lower level that is not
+ *   after it: not stamped later, and not printed later in the same source when times cannot tell;
+ *   across sources that times cannot order, the choice does not depend on input order and the echo
+ *   carries a note that the order is unknown.
+ * A finding's cause is never in another job. Returns 0, -1 out of memory (roles are then left as the
+ * last successful call made them, or all roots). */
+int story_finish(story *s, const char *job_id);
+
+/* Every window finding `idx` was seen through, its own first, then those of the findings joined into
+ * it, without repeats; at most `cap` are written to `out` (borrowed views). Returns the count. */
+size_t story_sources(const story *s, size_t idx, story_window *out, size_t cap);
+
+/* Add `votes` ([FW__COUNT] framework votes of one input) to `job`'s ("" for inputs naming none).
+ * Returns 0, -1 out of memory. */
+int story_note_votes(story *s, const char *job, const uint32_t *votes);
+
+/* The framework votes of `job` if any input of that job voted, else those of inputs naming no job,
+ * else NULL: a job's framework is never lent by another job. */
+const uint32_t *story_job_votes(const story *s, const char *job);
 
 /* How strongly a finding is an echo of another: 0 a cause, 1 NCCL, 2 a crash after an abort, 3 a
  * supervisor's report. A finding can be a consequence only of one with a lower level. */
 int story_echo_level(const finding *f);
 
-/* Order for output: roots first, then by first occurrence. Fills `order` (s->n entries). */
-void story_order(const story *s, size_t *order);
+/* The collective library a collective finding (nccl_error, nccl_timeout) is about, from its pattern's
+ * family: "nccl", "gloo"; NULL for other classes or when the family does not say. */
+const char *story_backend(const finding *f);
+
+/* Order for output: roots first, then by first occurrence; findings joined into another come last.
+ * Fills `order` (s->n entries) and returns how many come before the joined ones: the findings to report. */
+size_t story_order(const story *s, size_t *order);
 
 /* 1 if a happened before b (by time when both have comparable times, else by input and line). */
 int story_loc_before(const story_loc *a, const story_loc *b);
