@@ -792,10 +792,14 @@ static int can_join(const finding *a, const finding *b, int any_pid)
     if (a->cls != b->cls)
         return 0;
     if (strcmp(finding_kind(a), finding_kind(b)) == 0) {
+        /* findings rebuilt from records (--state, merge) carry no windows: their first line stands in */
+        story_window fa = {a->first.path, a->first.member, a->first.line, ""}, fb = {b->first.path, b->first.member, b->first.line, ""};
+        const story_window *wa = a->n_windows ? a->windows : &fa, *wb = b->n_windows ? b->windows : &fb;
+        size_t na = a->n_windows ? a->n_windows : 1, nb = b->n_windows ? b->n_windows : 1;
         int near = 0;
-        for (size_t i = 0; i < a->n_windows && !near; i++)
-            for (size_t j = 0; j < b->n_windows && !near; j++) {
-                const story_window *x = &a->windows[i], *y = &b->windows[j];
+        for (size_t i = 0; i < na && !near; i++)
+            for (size_t j = 0; j < nb && !near; j++) {
+                const story_window *x = &wa[i], *y = &wb[j];
                 near = same_str(x->path, y->path) && same_str(x->member, y->member) &&
                        (x->line > y->line ? x->line - y->line : y->line - x->line) <= STORY_BLOCK_LINES;
             }
