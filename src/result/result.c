@@ -42,10 +42,12 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
     rf->f = f;
     /* story_finish resolved the job: its own, else the one its source states, else the scan's */
     rf->job = f->job[0] ? f->job : f->job_id[0] ? f->job_id : scan->job;
-    /* the votes of the finding's own job when inputs were told apart by job: never another job's */
+    /* the votes of the finding's own job when inputs were told apart by job: never another job's. With
+     * one job in the scan its votes are the scan's, which also hold what earlier --state runs and
+     * merged records read (the story's per-job votes only see the bytes read in this run). */
     static const uint32_t none[FW__COUNT];
     const uint32_t *votes = scan->votes;
-    if (st->n_votes && !(votes = story_job_votes(st, rf->job)))
+    if (st->n_votes > 1 && !(votes = story_job_votes(st, rf->job)))
         votes = none;
     rf->framework = result_framework(votes, f);
     rf->backend = story_backend(f);
