@@ -7,6 +7,7 @@
 # Each story check is a row of expected-stories.tsv: a jq expression on oomscan's JSON of the job that is
 # true when the story is right (scenario "*": every job, unless the job has its own row of that check). `enforced` rows fail the test; `pending` rows are stories oomscan does not
 # tell yet: reported as "pending: <why>", and as "NOW PASSES" once they hold, to be flipped to enforced.
+# `fixtures` rows are enforced on the committed artifacts and pending on a live run.
 # Exit: 0 every enforced check holds, 1 one does not, 77 (live) nothing could run here.
 set -u
 oomscan=$1 src=$2 mode=$3
@@ -58,6 +59,9 @@ check() {
       *) doc=$json ;;
     esac
     if jq -e --argjson rc "$rc" "$DEFS $expr" "$doc" > /dev/null 2>"$t/jq.err"; then held=1; else held=0; fi
+    # `fixtures`: enforced on the committed artifacts, pending on a live run (the story holds on what a
+    # real run left, but a live run on this machine does not always leave the same: see the row's why)
+    [ "$status" = fixtures ] && { [ "$mode" = --live ] && status=pending || status=enforced; }
     case $status:$held in
       enforced:1) passes=$((passes + 1)) ;;
       enforced:0) echo "FAIL: $name $chk: $expr"; sed 's/^/  jq: /' "$t/jq.err"; fails=$((fails + 1)) ;;
