@@ -12,50 +12,14 @@
 #include <iconv.h>
 
 #include "oomscan.h"
+#include "apitest.h"
 #include "check_main.h"
-
-typedef struct {
-    char *p;
-    size_t len;
-} mbuf;
-
-static int mbuf_write(void *ud, const char *data, size_t len)
-{
-    mbuf *b = ud;
-    char *g = realloc(b->p, b->len + len + 1);
-    if (!g)
-        return -1;
-    memcpy(g + b->len, data, len);
-    b->p = g;
-    b->len += len;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-static oomscan_db *g_db;
-
-static void db_setup(void)
-{
-    oomscan_diag d = {0};
-    ck_assert_int_eq(oomscan_db_new(&g_db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(oomscan_db_compile(g_db, &d), OOMSCAN_OK);
-}
-
-static void db_teardown(void) { oomscan_db_free(g_db); }
 
 /* Scan `path` and write it as `out` says; the caller frees the text. */
 static char *render_out(const char *path, const oomscan_output *out)
 {
-    oomscan_scan *s;
-    oomscan_diag d = {0};
-    oomscan_options opt = {.jobs = 1};
-    ck_assert_int_eq(oomscan_scan_new(&s, g_db, &opt, &d), OOMSCAN_OK);
     const char *paths[] = {path};
-    ck_assert_int_eq(oomscan_scan_paths(s, paths, 1, &d), OOMSCAN_OK);
-    mbuf b = {0};
-    ck_assert_int_eq(oomscan_scan_write(s, out, mbuf_write, &b), OOMSCAN_OK);
-    oomscan_scan_free(s);
-    return b.p ? b.p : strdup("");
+    return render_paths(paths, 1, out);
 }
 
 static char *render(const char *path, oomscan_format fmt, oomscan_ticket_style style)
@@ -83,7 +47,6 @@ static char *ticket_body(const char *line, oomscan_ticket_style style)
     return copy;
 }
 
-#define FIXTURE(name) OOMSCAN_SOURCE_DIR "/fixtures/" name
 
 /* vLLM printed gpu_memory_utilization=0.90; the checklist proposes 0.95. The text report, the JSON and
  * every ticket style must state that same change (a ticket used to say only "increase"). */
@@ -165,17 +128,6 @@ END_TEST
 /* A real OOM line (fixtures/golden), with what a hostile or broken log may add to it. */
 #define OOM_LINE "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a " \
                  "total capacity of 79.10 GiB of which 6.00 MiB is free."
-
-static char *write_temp(const char *suffix, const char *data, size_t len)
-{
-    char *path = malloc(64);
-    snprintf(path, 64, "/tmp/check_emit_XXXXXX%s", suffix);
-    int fd = mkstemps(path, (int)strlen(suffix));
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-    close(fd);
-    return path;
-}
 
 /* A tar holding one member named `member` with `data`. */
 static char *write_tar(const char *member, const char *data)

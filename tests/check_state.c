@@ -1,0 +1,146 @@
+/* check_state.c - --state: a re-run over a grown log reads only the new bytes and reports only what is
+ * new or changed; a replaced file is read again; an unusable state file is a warning, not a failure. */
+#include <check.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "apitest.h"
+#include "check_main.h"
+
+/* One --state run over `log`: its NDJSON output; *bytes (may be NULL) gets what it read of the log. */
+static char *state_run(const char *state_path, const char *log, unsigned long long *bytes, const char **warning)
+{
+    oomscan_state *st;
+    oomscan_diag d = {0};
+    ck_assert_int_eq(oomscan_state_open(&st, state_path, &d), OOMSCAN_OK);
+    if (warning)
+        *warning = oomscan_state_warning(st) ? "warned" : NULL;
+    oomscan_scan *s = new_scan();
+    ck_assert_int_eq(oomscan_scan_use_state(s, st), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_scan_paths(s, &log, 1, &d), OOMSCAN_OK);
+    oomscan_output nd = {.format = OOMSCAN_FMT_NDJSON}, json = {.format = OOMSCAN_FMT_JSON};
+    char *out = write_scan(s, &nd);
+    if (bytes) {
+        char *doc = write_scan(s, &json);
+        cJSON *j = cJSON_Parse(doc);
+        *bytes = (unsigned long long)cJSON_GetNumberValue(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "inputs"), 0), "bytes"));
+        cJSON_Delete(j);
+        free(doc);
+    }
+    ck_assert_int_eq(oomscan_state_save(st, s, &d), OOMSCAN_OK);
+    oomscan_scan_free(s);
+    oomscan_state_free(st);
+    return out;
+}
+
+static void append(const char *path, const char *text, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+static char *state_path(void)
+{
+    char *p = write_temp(".state", "", 0);
+    unlink(p); /* a missing state file is an empty state */
+    return p;
+}
+
+static void drop(char *path)
+{
+    char lock[128];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    unlink(lock);
+    unlink(path);
+    free(path);
+}
+
+START_TEST(test_state_grown_log_reads_only_new_bytes)
+{
+    size_t alen, blen;
+    char *first = slurp_file(FIXTURE("golden/xid79-fallen-off-bus.log"), &alen);
+    char *more = slurp_file(FIXTURE("golden/kernel-oom-legacy-pair.log"), &blen);
+    char *log = write_temp(".log", first, alen);
+    char *sp = state_path();
+    unsigned long long bytes;
+    char *out1 = state_run(sp, log, &bytes, NULL);
+    ck_assert_uint_eq(bytes, alen);
+    size_t n1 = count_lines_with(out1, "\"type\":\"finding\"");
+    ck_assert_uint_gt(n1, 0);
+    /* nothing new: nothing read, nothing reported */
+    char *out2 = state_run(sp, log, &bytes, NULL);
+    ck_assert_uint_eq(bytes, 0);
+    ck_assert_str_eq(out2, "");
+    /* grown: only the new bytes, only the new findings */
+    append(log, more, blen);
+    char *out3 = state_run(sp, log, &bytes, NULL);
+    ck_assert_uint_eq(bytes, blen);
+    ck_assert_uint_gt(count_lines_with(out3, "\"type\":\"finding\""), 0);
+    for (const char *p = out1; (p = strstr(p, "{\"id\":\"")); p++) {
+        char id[24];
+        snprintf(id, sizeof id, "%.16s", p + 7);
+        ck_assert_msg(!strstr(out3, id) || strstr(out3, "\"type\":\"update\""), "%s reported again as new", id);
+    }
+    free(out1), free(out2), free(out3), free(first), free(more);
+    unlink(log);
+    free(log);
+    drop(sp);
+}
+END_TEST
+
+/* A file replaced by another (a new inode) is read again from its start. */
+START_TEST(test_state_replaced_file_is_read_again)
+{
+    size_t alen;
+    char *first = slurp_file(FIXTURE("golden/xid79-fallen-off-bus.log"), &alen);
+    char *log = write_temp(".log", first, alen);
+    char *sp = state_path();
+    unsigned long long bytes;
+    free(state_run(sp, log, &bytes, NULL));
+    char *copy = write_temp(".log", first, alen);
+    ck_assert_int_eq(rename(copy, log), 0);
+    free(state_run(sp, log, &bytes, NULL));
+    ck_assert_uint_eq(bytes, alen);
+    free(first), free(copy);
+    unlink(log);
+    free(log);
+    drop(sp);
+}
+END_TEST
+
+START_TEST(test_state_unusable_file_is_a_warning)
+{
+    char *sp = write_temp(".state", "{\"schema\":\"something else\"}", 27);
+    const char *log = FIXTURE("golden/xid79-fallen-off-bus.log");
+    const char *warned;
+    unsigned long long bytes;
+    char *out = state_run(sp, log, &bytes, &warned);
+    ck_assert_ptr_nonnull(warned);
+    ck_assert_uint_gt(bytes, 0);
+    ck_assert_uint_gt(count_lines_with(out, "\"type\":\"finding\""), 0);
+    free(out);
+    /* and the file written in its place is a usable state */
+    out = state_run(sp, log, &bytes, &warned);
+    ck_assert_ptr_null(warned);
+    ck_assert_uint_eq(bytes, 0);
+    free(out);
+    drop(sp);
+}
+END_TEST
+
+static Suite *state_suite(void)
+{
+    Suite *s = suite_create("state");
+    TCase *tc = tcase_create("state");
+    tcase_add_unchecked_fixture(tc, db_setup, db_teardown);
+    tcase_add_test(tc, test_state_grown_log_reads_only_new_bytes);
+    tcase_add_test(tc, test_state_replaced_file_is_read_again);
+    tcase_add_test(tc, test_state_unusable_file_is_a_warning);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return check_run(state_suite()); }

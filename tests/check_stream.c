@@ -1,0 +1,169 @@
+/* check_stream.c - live streams and the NDJSON writer: a record leaves as soon as its finding is
+ * complete, before the end of input; the stream sniffs with input.c (text starting "BZh" is text,
+ * gzip is an input error with its reason); a finding seen again is written as an update. */
+#include <check.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "apitest.h"
+#include "check_main.h"
+
+typedef struct {
+    const char *fifo;
+    const char *data;
+    size_t len;
+    volatile int *got; /* set by the output writer when a record arrived; the writer waits for it */
+    int got_before_close;
+} feeder;
+
+static void *feed(void *arg)
+{
+    feeder *f = arg;
+    int fd = open(f->fifo, O_WRONLY);
+    if (fd < 0)
+        return NULL;
+    ssize_t w = write(fd, f->data, f->len);
+    (void)w;
+    /* hold the pipe open (up to 20 s) until the stream has written a record */
+    for (int i = 0; f->got && i < 2000 && !*f->got; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    f->got_before_close = f->got && *f->got;
+    close(fd);
+    return NULL;
+}
+
+typedef struct {
+    mbuf b;
+    volatile int got;
+} catcher;
+
+static int catch_record(void *ud, const char *data, size_t len)
+{
+    catcher *c = ud;
+    c->got = 1;
+    return mbuf_write(&c->b, data, len);
+}
+
+/* Stream `data` through a FIFO into a fresh scan; returns the scan (caller frees) and its records. */
+static oomscan_scan *stream_fifo(const char *data, size_t len, int hold_open, catcher *c, feeder *f)
+{
+    char dir[] = "/tmp/oomscan_stream_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    *f = (feeder){.fifo = fifo, .data = data, .len = len, .got = hold_open ? &c->got : NULL};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, feed, f), 0);
+    oomscan_scan *s = new_scan();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(oomscan_scan_stream(s, fifo, 0, 100, catch_record, c, &d), OOMSCAN_OK);
+    pthread_join(t, NULL);
+    unlink(fifo);
+    rmdir(dir);
+    return s;
+}
+
+START_TEST(test_stream_record_leaves_before_the_end)
+{
+    size_t len;
+    char *log = slurp_file(FIXTURE("golden/xid79-fallen-off-bus.log"), &len);
+    catcher c = {0};
+    feeder f;
+    oomscan_scan *s = stream_fifo(log, len, 1, &c, &f);
+    ck_assert_msg(f.got_before_close, "no record while the input was still open");
+    ck_assert_uint_gt(count_lines_with(c.b.p, "\"type\":\"finding\""), 0);
+    ck_assert_uint_eq(oomscan_scan_input_errors(s), 0);
+    oomscan_scan_free(s);
+    free(c.b.p);
+    free(log);
+}
+END_TEST
+
+/* A log whose first line starts with "BZh" is text on a pipe as it is in a file. */
+START_TEST(test_stream_bzh_text_is_text)
+{
+    size_t len;
+    char *oom = slurp_file(FIXTURE("golden/xid79-fallen-off-bus.log"), &len);
+    mbuf b = {0};
+    mbuf_write(&b, "BZhang trainer: starting run\n", 29);
+    mbuf_write(&b, oom, len);
+    catcher c = {0};
+    feeder f;
+    oomscan_scan *s = stream_fifo(b.p, b.len, 0, &c, &f);
+    ck_assert_msg(oomscan_scan_input_errors(s) == 0, "%s", oomscan_scan_input_error(s, 0));
+    char *file = write_temp(".log", b.p, b.len);
+    oomscan_output nd = {.format = OOMSCAN_FMT_NDJSON};
+    const char *paths[] = {file};
+    char *batch = render_paths(paths, 1, &nd);
+    ck_assert_uint_gt(count_lines_with(c.b.p, "\"type\":\"finding\""), 0);
+    ck_assert_uint_eq(count_lines_with(c.b.p, "\"type\":\"finding\""), count_lines_with(batch, "\"type\":\"finding\""));
+    oomscan_scan_free(s);
+    unlink(file);
+    free(file), free(batch), free(c.b.p), free(b.p), free(oom);
+}
+END_TEST
+
+START_TEST(test_stream_gzip_is_an_input_error)
+{
+    static const char gz[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03rest";
+    catcher c = {0};
+    feeder f;
+    oomscan_scan *s = stream_fifo(gz, sizeof gz - 1, 0, &c, &f);
+    ck_assert_uint_eq(oomscan_scan_input_errors(s), 1);
+    ck_assert_msg(strstr(oomscan_scan_input_error(s, 0), "compressed"), "%s", oomscan_scan_input_error(s, 0));
+    oomscan_scan_free(s);
+    free(c.b.p);
+}
+END_TEST
+
+typedef struct {
+    oomscan_scan *s;
+    mbuf b;
+} delta_ctx;
+
+static void on_input(void *ud, size_t index)
+{
+    (void)index;
+    delta_ctx *c = ud;
+    ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c->s, mbuf_write, &c->b), OOMSCAN_OK);
+}
+
+/* The same failure in a second input: the NDJSON writer sends an update naming what changed, not a
+ * second "finding". */
+START_TEST(test_stream_update_when_seen_again)
+{
+    const char *log = FIXTURE("golden/xid79-fallen-off-bus.log");
+    delta_ctx c = {0};
+    oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c};
+    oomscan_diag d = {0};
+    ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
+    const char *paths[] = {log, log};
+    ck_assert_int_eq(oomscan_scan_paths(c.s, paths, 2, &d), OOMSCAN_OK);
+    size_t first = count_lines_with(c.b.p, "\"type\":\"finding\"");
+    ck_assert_uint_gt(first, 0);
+    ck_assert_uint_gt(count_lines_with(c.b.p, "\"type\":\"update\""), 0);
+    ck_assert_uint_gt(count_lines_with(c.b.p, "\"changes\":[\"occurrences\"]"), 0);
+    oomscan_scan_free(c.s);
+    free(c.b.p);
+}
+END_TEST
+
+static Suite *stream_suite(void)
+{
+    Suite *s = suite_create("stream");
+    TCase *tc = tcase_create("stream");
+    tcase_add_unchecked_fixture(tc, db_setup, db_teardown);
+    tcase_add_test(tc, test_stream_record_leaves_before_the_end);
+    tcase_add_test(tc, test_stream_bzh_text_is_text);
+    tcase_add_test(tc, test_stream_gzip_is_an_input_error);
+    tcase_add_test(tc, test_stream_update_when_seen_again);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return check_run(stream_suite()); }
