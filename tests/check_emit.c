@@ -13,6 +13,7 @@
 
 #include "oomscan.h"
 #include "apitest.h"
+#include "emit/safe.h"
 #include "check_main.h"
 
 /* Scan `path` and write it as `out` says; the caller frees the text. */
@@ -223,6 +224,31 @@ START_TEST(test_emit_text_escapes_control_characters)
 }
 END_TEST
 
+/* safe_text and safe_utf8_len, case by case: what a terminal may see and what it may not. */
+START_TEST(test_emit_safe_text_cases)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain \t tab", "plain \t tab"},
+        {"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"}, /* é ✓ 😀 */
+        {"\033[2J\007", "\\x1b[2J\\x07"},
+        {"a\rb\nc\x7f", "a\\x0db\\x0ac\\x7f"},
+        {"\xc2\x9b" "31m \xc2\xa0", "\\xc2\\x9b31m \xc2\xa0"},   /* C1 CSI escaped, NBSP kept */
+        {"\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80", "\\xc0\\xaf \\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80"}, /* overlong, surrogate, > U+10FFFF */
+        {"cut \xe2\x9c", "cut \\xe2\\x9c"},
+        {"back\\slash", "back\\slash"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[256];
+        ck_assert_msg(strcmp(safe_text(buf, sizeof buf, cases[i].in), cases[i].want) == 0, "case %zu: got '%s', want '%s'",
+                      i, buf, cases[i].want);
+    }
+    char small[7];
+    ck_assert_str_eq(safe_text(small, sizeof small, "abc\033def"), "abc"); /* an escape never cut in half */
+}
+END_TEST
+
 static Suite *emit_suite(void)
 {
     Suite *s = suite_create("emit");
@@ -233,6 +259,7 @@ static Suite *emit_suite(void)
     tcase_add_test(tc, test_emit_text_says_no_failure);
     tcase_add_test(tc, test_emit_json_is_utf8_whatever_the_bytes);
     tcase_add_test(tc, test_emit_text_escapes_control_characters);
+    tcase_add_test(tc, test_emit_safe_text_cases);
     suite_add_tcase(s, tc);
     return s;
 }
