@@ -249,6 +249,32 @@ START_TEST(test_emit_safe_text_cases)
 }
 END_TEST
 
+/* context.job_id is a string whatever the id: "4242" and a 20-digit id (which a JSON number, a
+ * double, would corrupt) read back exactly. */
+START_TEST(test_emit_job_id_is_always_a_string)
+{
+    static const char *const ids[] = {"4242", "12345678901234567890", "4242_7"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        oomscan_scan *s;
+        oomscan_diag d = {0};
+        oomscan_options opt = {.jobs = 1, .job_id = ids[i]};
+        ck_assert_int_eq(oomscan_scan_new(&s, g_db, &opt, &d), OOMSCAN_OK);
+        const char *paths[] = {FIXTURE("corpus/kv_cache_oom-vllm-10517.log")};
+        ck_assert_int_eq(oomscan_scan_paths(s, paths, 1, &d), OOMSCAN_OK);
+        oomscan_output out = {.format = OOMSCAN_FMT_JSON};
+        char *json = write_scan(s, &out);
+        oomscan_scan_free(s);
+        cJSON *doc = cJSON_Parse(json);
+        const cJSON *ctx = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "findings"), 0), "context");
+        const cJSON *job = cJSON_GetObjectItem(ctx, "job_id");
+        ck_assert_msg(cJSON_IsString(job), "job %s: context.job_id is not a string", ids[i]);
+        ck_assert_str_eq(job->valuestring, ids[i]);
+        cJSON_Delete(doc);
+        free(json);
+    }
+}
+END_TEST
+
 static Suite *emit_suite(void)
 {
     Suite *s = suite_create("emit");
@@ -260,6 +286,7 @@ static Suite *emit_suite(void)
     tcase_add_test(tc, test_emit_json_is_utf8_whatever_the_bytes);
     tcase_add_test(tc, test_emit_text_escapes_control_characters);
     tcase_add_test(tc, test_emit_safe_text_cases);
+    tcase_add_test(tc, test_emit_job_id_is_always_a_string);
     suite_add_tcase(s, tc);
     return s;
 }

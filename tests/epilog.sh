@@ -74,7 +74,7 @@ spool="$t/spool/4242.gpu-node-1.ndjson"
 [ -s "$spool" ] && ok || bad "no spool file: $(cat "$t/epilog.err")"
 "$oomscan" --format ndjson "$t/work dir/train log.out" "$t/work dir/train.err" > "$t/direct.ndjson"
 [ "$(wc -l < "$spool")" -eq "$(wc -l < "$t/direct.ndjson")" ] && ok || bad "spool has $(wc -l < "$spool") lines, direct scan $(wc -l < "$t/direct.ndjson")"
-jq -e -s 'length > 0 and all(.[]; .context.job_id == 4242)' "$spool" > /dev/null && ok || bad "a finding lacks job 4242"
+jq -e -s 'length > 0 and all(.[]; .context.job_id == "4242")' "$spool" > /dev/null && ok || bad "a finding lacks job 4242"
 jq -e -s 'any(.[]; .source.path | endswith("train log.out")) and any(.[]; .source.path | endswith("train.err"))' \
   "$spool" > /dev/null && ok || bad "not both StdOut (with a space) and StdErr scanned"
 [ "$(ls "$t/spool" | grep -vx epilog.log)" = "4242.gpu-node-1.ndjson" ] && ok || bad "spool holds more: $(ls "$t/spool")"
@@ -87,13 +87,13 @@ run_epilog gpu-node-2 4242
 mkdir -p "$t/local/4242"
 cp "$src/fixtures/golden/slurm-oom-kill.log" "$t/local/4242/rank1.log"
 run_epilog gpu-node-2 4242 OOMSCAN_EXTRA_PATHS="$t/local/%j"
-jq -e -s 'length > 0 and all(.[]; .context.job_id == 4242)' "$t/spool/4242.gpu-node-2.ndjson" > /dev/null 2>&1 &&
+jq -e -s 'length > 0 and all(.[]; .context.job_id == "4242")' "$t/spool/4242.gpu-node-2.ndjson" > /dev/null 2>&1 &&
   ok || bad "node-local logs (OOMSCAN_EXTRA_PATHS) not scanned with the job id"
 
 # scontrol does not know the job: sbatch's default slurm-<id>.out in the work dir
 cp "$src/fixtures/golden/verl-log-prob-oom.log" "$t/work dir/slurm-777.out"
 run_epilog gpu-node-1 777; rc=$?
-[ $rc -eq 0 ] && jq -e -s 'length > 0 and all(.[]; .context.job_id == 777)' "$t/spool/777.gpu-node-1.ndjson" > /dev/null 2>&1 &&
+[ $rc -eq 0 ] && jq -e -s 'length > 0 and all(.[]; .context.job_id == "777")' "$t/spool/777.gpu-node-1.ndjson" > /dev/null 2>&1 &&
   ok || bad "fallback to slurm-777.out failed"
 
 # never fails the epilog: no oomscan, no job id, nothing to scan

@@ -118,7 +118,10 @@ cJSON *emit_finding_json(const result_finding *rf)
     cJSON_AddItemToObject(o, "last", loc_json(&f->last));
     cJSON *ctx = cJSON_AddObjectToObject(o, "context");
     if (ctx) {
-        add_str_or_num(ctx, "job_id", rf->job);
+        /* always a string: a Slurm id of 20 digits does not survive a JSON number, and a consumer
+         * should not have to accept both types (issue 17) */
+        if (rf->job && rf->job[0])
+            cJSON_AddStringToObject(ctx, "job_id", rf->job);
         add_str_or_num(ctx, "host", f->host);
         add_str_or_num(ctx, "rank", f->rank);
         add_str_or_num(ctx, "local_rank", f->local_rank);
