@@ -156,6 +156,7 @@ typedef struct {
     oomscan_ticket_style ticket_style; /* ticket only */
     const char *jira_project;   /* jira style: fields.project.key, required (else OOMSCAN_ERR_USAGE) */
     const char *jira_issuetype; /* jira style: fields.issuetype.name; NULL means "Bug" */
+    unsigned width; /* text only: lines fitted to this many columns; 0 means 80 */
 } oomscan_output;
 
 /* Write the whole result. For NDJSON, writes every finding not yet written or changed since. */

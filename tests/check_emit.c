@@ -14,6 +14,7 @@
 #include "oomscan.h"
 #include "apitest.h"
 #include "emit/safe.h"
+#include "emit/textfit.h"
 #include "check_main.h"
 
 /* Scan `path` and write it as `out` says; the caller frees the text. */
@@ -73,7 +74,9 @@ START_TEST(test_emit_text_json_ticket_same_change)
     free(json);
     ck_assert_msg(strstr(change, "gpu_memory_utilization=0.95") && strstr(change, "(0.90 -> 0.95)"), "JSON text: %s", change);
 
-    char *text = render(path, OOMSCAN_FMT_TEXT, OOMSCAN_TICKET_PLAIN);
+    /* wide enough that the setting's line is not wrapped (test_emit_text_fits_width is about that) */
+    oomscan_output wide = {.format = OOMSCAN_FMT_TEXT, .width = 1000};
+    char *text = render_out(path, &wide);
     ck_assert_msg(strstr(text, change), "text report lacks '%s':\n%s", change, text);
     free(text);
 
@@ -275,6 +278,79 @@ START_TEST(test_emit_job_id_is_always_a_string)
 }
 END_TEST
 
+/* Each line of b ends in "\n", takes at most `width` columns, and no colour is open at its newline. */
+static void assert_fitted(const char *b, unsigned width, const char *what)
+{
+    for (const char *p = b, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        ck_assert_msg(nl != NULL, "%s: the last line has no newline", what);
+        size_t cols = textfit_columns(p, (size_t)(nl - p));
+        ck_assert_msg(cols <= width, "%s: a line of %zu columns (max %u): %.*s", what, cols, width, (int)(nl - p), p);
+        const char *last = NULL;
+        for (const char *e = p; (e = memchr(e, '\033', (size_t)(nl - e))); e++)
+            last = e;
+        ck_assert_msg(!last || strncmp(last, "\033[0m", 4) == 0, "%s: colour still open at the newline: %.*s", what,
+                      (int)(nl - p), p);
+    }
+}
+
+/* oomscan_write_fn appending to a 4096-byte string */
+static int sink_cat_fn(void *ud, const char *data, size_t len)
+{
+    char *b = ud;
+    size_t n = strlen(b);
+    if (n + len >= 4096)
+        return -1;
+    memcpy(b + n, data, len);
+    b[n + len] = '\0';
+    return 0;
+}
+
+/* textfit, case by case: a long line wraps at a blank under its bullet, an evidence line is cut at a
+ * word with an ellipsis, colour is reset before each newline and taken up again after a wrap. */
+START_TEST(test_emit_textfit_cases)
+{
+    static const struct {
+        const char *in;
+        unsigned width;
+        int cut;
+        const char *want;
+    } cases[] = {
+        {"short", 80, 0, "short\n"},
+        {"    - alpha beta gamma delta", 20, 0, "    - alpha beta\n      gamma delta\n"},
+        {"  numbers: alpha beta gamma delta", 20, 0, "  numbers: alpha\n    beta gamma delta\n"},
+        {"  > one two three four five six", 20, 1, "  > one two three\xe2\x80\xa6\n"},
+        {"  > abcdefghijklmnopqrstuvwxyz", 20, 1, "  > abcdefghijklmno\xe2\x80\xa6\n"},
+        {"\033[2mab cd ef gh ij kl mn op\033[0m", 20, 0, "\033[2mab cd ef gh ij kl mn\033[0m\n  \033[2mop\033[0m\n"},
+        {"\033[1mRoot:\033[0m x", 20, 0, "\033[1mRoot:\033[0m x\n"},
+        {"caf\xc3\xa9 caf\xc3\xa9 caf\xc3\xa9 caf\xc3\xa9 caf\xc3\xa9", 20, 0,
+         "caf\xc3\xa9 caf\xc3\xa9 caf\xc3\xa9 caf\xc3\xa9\n  caf\xc3\xa9\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char b[4096] = "";
+        ck_assert_int_eq(textfit_line(cases[i].in, strlen(cases[i].in), cases[i].width, cases[i].cut, sink_cat_fn, b), 0);
+        ck_assert_msg(strcmp(b, cases[i].want) == 0, "case %zu: got '%s', want '%s'", i, b, cases[i].want);
+    }
+}
+END_TEST
+
+/* The whole report, coloured, at 80 columns (the default) and at 50: every line fits and closes its
+ * colour; the evidence is cut with an ellipsis, not wrapped. Before, 43% of the lines passed 80 and the
+ * inputs' colour was reset after the newline. */
+START_TEST(test_emit_text_fits_width)
+{
+    static const unsigned widths[] = {0, 50};
+    for (size_t i = 0; i < 2; i++) {
+        oomscan_output out = {.format = OOMSCAN_FMT_TEXT, .color = 1, .verbose = 1, .width = widths[i]};
+        char *b = render_out(FIXTURE("golden/verl-log-prob-oom.log"), &out);
+        assert_fitted(b, widths[i] ? widths[i] : 80, widths[i] ? "50 columns" : "default");
+        ck_assert_msg(strstr(b, "> torch.OutOfMemoryError: CUDA out of memory.") && strstr(b, "\xe2\x80\xa6"),
+                      "evidence not cut with an ellipsis:\n%s", b);
+        free(b);
+    }
+}
+END_TEST
+
 static Suite *emit_suite(void)
 {
     Suite *s = suite_create("emit");
@@ -287,6 +363,8 @@ static Suite *emit_suite(void)
     tcase_add_test(tc, test_emit_text_escapes_control_characters);
     tcase_add_test(tc, test_emit_safe_text_cases);
     tcase_add_test(tc, test_emit_job_id_is_always_a_string);
+    tcase_add_test(tc, test_emit_textfit_cases);
+    tcase_add_test(tc, test_emit_text_fits_width);
     suite_add_tcase(s, tc);
     return s;
 }

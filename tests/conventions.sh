@@ -67,8 +67,39 @@ cp "$sample" "$t/-v.log"
 [ $rc -eq 2 ] && [ ! -s "$t/err" ] && ok || bad "-qv: exit $rc, stderr: $(cat "$t/err")"
 "$oomscan" "$t/nope.log" > /dev/null 2> "$t/err"
 grep -q "nope.log" "$t/err" && ok || bad "without -q an unreadable input is not reported"
+# an unknown option or a missing value: one line naming it, not the whole help (issue 17)
 "$oomscan" --no-such-option "$sample" > /dev/null 2> "$t/err"; rc=$?
-[ $rc -eq 2 ] && grep -q "usage:" "$t/err" && ok || bad "unknown option: exit $rc or no usage on stderr"
+[ $rc -eq 2 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q "'--no-such-option'.*usage:" "$t/err" && ok ||
+  bad "unknown option: exit $rc, stderr: $(cat "$t/err")"
+"$oomscan" -Z "$sample" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q "'-Z'" "$t/err" && ok || bad "-Z: exit $rc, stderr: $(cat "$t/err")"
+"$oomscan" "$sample" --format > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q "needs a value" "$t/err" && ok ||
+  bad "--format without a value: exit $rc, stderr: $(cat "$t/err")"
+# -q as grep's: nothing on stdout or stderr, only the exit status
+"$oomscan" -q "$sample" > "$t/out" 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && [ ! -s "$t/out" ] && [ ! -s "$t/err" ] && ok || bad "-q: exit $rc, $(wc -c < "$t/out") bytes written"
+for f in json ndjson markdown openmetrics ticket; do
+  "$oomscan" -q --format $f "$sample" "$t/nope.log" > "$t/out" 2> "$t/err"; rc=$?
+  [ $rc -eq 2 ] && [ ! -s "$t/out" ] && [ ! -s "$t/err" ] && ok || bad "-q --format $f: exit $rc, $(wc -c < "$t/out") bytes out, $(cat "$t/err")"
+done
+# the text report fits 80 columns when not a terminal, COLUMNS when set; evidence is cut with an ellipsis
+"$oomscan" -v "$sample" > "$t/out"
+[ "$(wc -L < "$t/out")" -le 80 ] && ok || bad "not a terminal: lines of $(wc -L < "$t/out") columns (max 80)"
+grep -q '^  > .*…$' "$t/out" && ok || bad "the evidence is not cut with an ellipsis"
+COLUMNS=50 "$oomscan" -v "$sample" > "$t/out"
+[ "$(wc -L < "$t/out")" -le 50 ] && ok || bad "COLUMNS=50: lines of $(wc -L < "$t/out") columns"
+# colour by default only on a terminal that shows it: not with TERM=dumb, not with NO_COLOR
+if command -v script > /dev/null; then
+  TERM=xterm script -qec "'$oomscan' '$sample' 2>/dev/null" /dev/null > "$t/tty" 2>&1
+  grep -q "$(printf '\033')" "$t/tty" && ok || bad "a terminal: no colour"
+  TERM=dumb script -qec "'$oomscan' '$sample' 2>/dev/null" /dev/null > "$t/tty" 2>&1
+  grep -q "$(printf '\033')" "$t/tty" && bad "TERM=dumb: colour written" || ok
+  NO_COLOR=1 TERM=xterm script -qec "'$oomscan' '$sample' 2>/dev/null" /dev/null > "$t/tty" 2>&1
+  grep -q "$(printf '\033')" "$t/tty" && bad "NO_COLOR on a terminal: colour written" || ok
+else
+  bad "script (util-linux) is missing"
+fi
 "$oomscan" --color sometimes "$sample" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--color sometimes: not exit 2"
 "$oomscan" --color=never "$sample" | grep -q "$(printf '\033')" && bad "--color=never: colour written" || ok
 NO_COLOR=1 "$oomscan" --color=always "$sample" | grep -q "$(printf '\033')" && ok || bad "--color=always loses to NO_COLOR"

@@ -123,5 +123,13 @@ cat bzh.log | "$oomscan" --format ndjson > bzh.pipe.ndjson 2> bzh.err; rc=$?
 [ "$(nids bzh.pipe.ndjson)" = "$(nids bzh.file.ndjson)" ] && [ "$(nids bzh.file.ndjson)" -gt 0 ] && ok ||
     bad "BZh text on a pipe: $(nids bzh.pipe.ndjson) findings, as a file $(nids bzh.file.ndjson)"
 
+# 6. --follow implies NDJSON: no --format needed (issue 17).
+cp "$g/xid79-fallen-off-bus.log" implied.log
+"$oomscan" --follow implied.log > implied.ndjson 2> implied.err &
+pid=$!; pids="$pids $pid"
+waitfor 1 implied.ndjson 20
+kill -TERM "$pid"; wait "$pid"; rc=$?
+[ $rc -eq 1 ] && grep -q '"type":"finding"' implied.ndjson && ok || bad "--follow without --format: exit $rc, $(head -c 200 implied.ndjson) $(cat implied.err)"
+
 echo "stream: $passes passed, $fails failed"
 [ $fails -eq 0 ]

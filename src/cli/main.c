@@ -8,13 +8,16 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "oomscan.h"
+#include "opterr.h"
 #include "progress.h"
 #include "summary_cmd.h"
 
@@ -35,10 +38,10 @@ static void usage(FILE *f)
           "  -o, --output FILE       write the report to FILE, atomically\n"
           "  -j, --jobs N            scan N inputs in parallel (default: all cores)\n"
           "  -v, --verbose           text: every finding, not only the root causes\n"
-          "  -q, --quiet             no messages about unreadable inputs\n"
-          "      --color WHEN        auto (default), always or never; NO_COLOR: never\n"
+          "  -q, --quiet             print nothing, as grep -q: only the exit status\n"
+          "      --color WHEN        auto (a terminal, not TERM=dumb), always or never\n"
           "      --job-id ID         the job's id, for findings whose logs state none\n"
-          "      --follow FILE       follow FILE as it grows (NDJSON as findings complete)\n"
+          "      --follow FILE       follow FILE as it grows, NDJSON as findings complete\n"
           "      --state FILE        report only what earlier runs with FILE did not\n"
           "      --limit NAME=N      bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
           "      --ticket-style S    plain, github, jira, jira-cloud; implies -f ticket\n"
@@ -54,6 +57,21 @@ static void usage(FILE *f)
 }
 
 /* ---- output sinks ------------------------------------------------------------------------ */
+
+/* -q: no message either, only the exit status (grep's -q); usage errors are still said */
+static int g_quiet;
+
+static void complain(const char *fmt, ...)
+{
+    if (g_quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("oomscan: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
 
 /* errno of the first failed write of the report: later calls may change errno before it is shown */
 static int g_write_errno;
@@ -124,7 +142,7 @@ static int report_close(FILE *f, const char *outfile, char *tmpname, int ok)
         e = errno;
     if (!ok || e) {
         if (ok)
-            fprintf(stderr, "oomscan: %s: cannot write: %s; the previous report is unchanged\n", outfile, strerror(e));
+            complain("%s: cannot write: %s; the previous report is unchanged", outfile, strerror(e));
         unlink(tmpname);
         free(tmpname);
         return -1;
@@ -142,6 +160,7 @@ static int report_close(FILE *f, const char *outfile, char *tmpname, int ok)
 
 typedef struct {
     oomscan_scan *scan;
+    oomscan_write_fn fn;
     FILE *out;
     int broken;
 } stream_ctx;
@@ -150,7 +169,7 @@ static void on_input_done(void *ud, size_t index)
 {
     (void)index;
     stream_ctx *c = ud;
-    if (!c->broken && oomscan_scan_write_ndjson_delta(c->scan, write_ndjson_flush, c->out) != OOMSCAN_OK)
+    if (!c->broken && oomscan_scan_write_ndjson_delta(c->scan, c->fn, c->out) != OOMSCAN_OK)
         c->broken = 1;
 }
 
@@ -233,178 +252,226 @@ static void on_stop_signal(int sig)
     oomscan_scan_cancel(g_streaming);
 }
 
-int main(int argc, char **argv)
-{
-    /* One option a line; every one is listed by usage(), docs/oomscan.1 and the bash completion
-     * (tests/manpage.sh checks). "colour" is an alias and listed nowhere. */
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},
-        {"jobs", required_argument, NULL, 'j'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {"color", required_argument, NULL, OPT_COLOR},
-        {"colour", required_argument, NULL, OPT_COLOR},
-        {"patterns", required_argument, NULL, OPT_PATTERNS},
-        {"check-patterns", no_argument, NULL, OPT_CHECK},
-        {"list-patterns", no_argument, NULL, OPT_LIST},
-        {"explain", required_argument, NULL, OPT_EXPLAIN},
-        {"ticket-style", required_argument, NULL, OPT_TICKET_STYLE},
-        {"jira-project", required_argument, NULL, OPT_JIRA_PROJECT},
-        {"job-id", required_argument, NULL, OPT_JOB_ID},
-        {"follow", required_argument, NULL, OPT_FOLLOW},
-        {"state", required_argument, NULL, OPT_STATE},
-        {"limit", required_argument, NULL, OPT_LIMIT},
-        {NULL, 0, NULL, 0},
-    };
-    oomscan_output out = {.format = OOMSCAN_FMT_TEXT};
-    const char *outfile = NULL, *explain = NULL, *job_id = NULL;
+/* What the command line asks for. */
+typedef struct {
+    oomscan_output out;
+    const char *outfile, *explain, *job_id, *follow, *state_file;
     const char *user_dirs[32];
-    size_t n_user = 0;
-    int color_mode = 0; /* 0 auto, 1 always, -1 never */
-    int check = 0, list = 0, quiet = 0;
-    long jobs = 0;
-    oomscan_limits limits = {0};
-    const char *follow = NULL, *state_file = NULL;
-    if (argc > 1 && strcmp(argv[1], "summary") == 0)
-        return summary_main(argc - 1, argv + 1);
-    /* `oomscan merge ...`: the inputs are NDJSON from other runs; output NDJSON unless told otherwise */
-    int merge_mode = argc > 1 && strcmp(argv[1], "merge") == 0, format_given = 0;
-    if (merge_mode) {
-        argv[1] = argv[0];
-        argc--;
-        argv++;
+    size_t n_user;
+    int color_mode; /* 0 auto, 1 always, -1 never */
+    int check, list, quiet, merge_mode;
+    long jobs;
+    oomscan_limits limits;
+} cli_opts;
+
+/* One option a line; every one is listed by usage(), docs/oomscan.1 and the bash completion
+ * (tests/conventions.sh checks). "colour" is an alias and listed nowhere. */
+static const struct option longopts[] = {
+    {"format", required_argument, NULL, 'f'},
+    {"output", required_argument, NULL, 'o'},
+    {"jobs", required_argument, NULL, 'j'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {"color", required_argument, NULL, OPT_COLOR},
+    {"colour", required_argument, NULL, OPT_COLOR},
+    {"patterns", required_argument, NULL, OPT_PATTERNS},
+    {"check-patterns", no_argument, NULL, OPT_CHECK},
+    {"list-patterns", no_argument, NULL, OPT_LIST},
+    {"explain", required_argument, NULL, OPT_EXPLAIN},
+    {"ticket-style", required_argument, NULL, OPT_TICKET_STYLE},
+    {"jira-project", required_argument, NULL, OPT_JIRA_PROJECT},
+    {"job-id", required_argument, NULL, OPT_JOB_ID},
+    {"follow", required_argument, NULL, OPT_FOLLOW},
+    {"state", required_argument, NULL, OPT_STATE},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_format(const char *arg, oomscan_format *f)
+{
+    static const struct {
+        const char *name;
+        oomscan_format f;
+    } fmts[] = {{"text", OOMSCAN_FMT_TEXT},         {"json", OOMSCAN_FMT_JSON},         {"ndjson", OOMSCAN_FMT_NDJSON},
+                {"ticket", OOMSCAN_FMT_TICKET},     {"markdown", OOMSCAN_FMT_MARKDOWN}, {"md", OOMSCAN_FMT_MARKDOWN},
+                {"openmetrics", OOMSCAN_FMT_OPENMETRICS}};
+    for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++)
+        if (strcmp(arg, fmts[i].name) == 0) {
+            *f = fmts[i].f;
+            return 0;
+        }
+    fprintf(stderr, "oomscan: unknown format '%s' (text, json, ndjson, ticket, markdown or openmetrics)\n", arg);
+    return -1;
+}
+
+static int parse_ticket_style(const char *arg, oomscan_ticket_style *t)
+{
+    if (strcmp(arg, "plain") == 0)
+        *t = OOMSCAN_TICKET_PLAIN;
+    else if (strcmp(arg, "github") == 0)
+        *t = OOMSCAN_TICKET_GITHUB;
+    else if (strcmp(arg, "jira") == 0)
+        *t = OOMSCAN_TICKET_JIRA;
+    else if (strcmp(arg, "jira-cloud") == 0)
+        *t = OOMSCAN_TICKET_JIRA_CLOUD;
+    else {
+        fprintf(stderr, "oomscan: --ticket-style takes plain, github, jira or jira-cloud\n");
+        return -1;
     }
-    int c;
-    while ((c = getopt_long(argc, argv, "f:o:j:vqVh", longopts, NULL)) != -1) {
+    return 0;
+}
+
+/* argv -> o. Returns -1 to go on, or the exit status (after --help, --version or a usage error,
+ * which has been reported in one line). */
+static int parse_options(int argc, char **argv, cli_opts *o)
+{
+    int c, format_given = 0;
+    opterr = 0; /* cli_option_error says it in one line */
+    while ((c = getopt_long(argc, argv, ":f:o:j:vqVh", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (strcmp(optarg, "text") == 0)
-                out.format = OOMSCAN_FMT_TEXT;
-            else if (strcmp(optarg, "json") == 0)
-                out.format = OOMSCAN_FMT_JSON;
-            else if (strcmp(optarg, "ndjson") == 0)
-                out.format = OOMSCAN_FMT_NDJSON;
-            else if (strcmp(optarg, "ticket") == 0)
-                out.format = OOMSCAN_FMT_TICKET;
-            else if (strcmp(optarg, "markdown") == 0 || strcmp(optarg, "md") == 0)
-                out.format = OOMSCAN_FMT_MARKDOWN;
-            else if (strcmp(optarg, "openmetrics") == 0)
-                out.format = OOMSCAN_FMT_OPENMETRICS;
-            else {
-                fprintf(stderr, "oomscan: unknown format '%s' (text, json, ndjson, ticket, markdown or openmetrics)\n", optarg);
+            if (parse_format(optarg, &o->out.format) != 0)
                 return EXIT_TROUBLE;
-            }
+            format_given = 1;
             break;
-        case 'o': outfile = optarg; break;
+        case 'o': o->outfile = optarg; break;
         case 'j': {
             char *end;
-            jobs = strtol(optarg, &end, 10);
-            if (*end || jobs < 1 || jobs > 64) {
+            o->jobs = strtol(optarg, &end, 10);
+            if (*end || o->jobs < 1 || o->jobs > 64) {
                 fprintf(stderr, "oomscan: -j needs a number from 1 to 64\n");
                 return EXIT_TROUBLE;
             }
             break;
         }
-        case 'v': out.verbose = 1; break;
-        case 'q': quiet = 1; break;
+        case 'v': o->out.verbose = 1; break;
+        case 'q': o->quiet = 1; break;
         case 'V':
             printf("oomscan %s (schema %s, gzip: %s)\n", OOMSCAN_VERSION, OOMSCAN_SCHEMA, oomscan_gzip_backend());
             return EXIT_NONE;
         case 'h': usage(stdout); return EXIT_NONE;
         case OPT_COLOR:
             if (strcmp(optarg, "always") == 0)
-                color_mode = 1;
+                o->color_mode = 1;
             else if (strcmp(optarg, "never") == 0)
-                color_mode = -1;
+                o->color_mode = -1;
             else if (strcmp(optarg, "auto") == 0)
-                color_mode = 0;
+                o->color_mode = 0;
             else {
                 fprintf(stderr, "oomscan: --color takes auto, always or never\n");
                 return EXIT_TROUBLE;
             }
             break;
         case OPT_PATTERNS:
-            if (n_user == sizeof user_dirs / sizeof *user_dirs) {
+            if (o->n_user == sizeof o->user_dirs / sizeof *o->user_dirs) {
                 fprintf(stderr, "oomscan: too many --patterns\n");
                 return EXIT_TROUBLE;
             }
-            user_dirs[n_user++] = optarg;
+            o->user_dirs[o->n_user++] = optarg;
             break;
-        case OPT_CHECK: check = 1; break;
-        case OPT_LIST: list = 1; break;
-        case OPT_EXPLAIN: explain = optarg; break;
+        case OPT_CHECK: o->check = 1; break;
+        case OPT_LIST: o->list = 1; break;
+        case OPT_EXPLAIN: o->explain = optarg; break;
         case OPT_TICKET_STYLE:
-            if (strcmp(optarg, "plain") == 0)
-                out.ticket_style = OOMSCAN_TICKET_PLAIN;
-            else if (strcmp(optarg, "github") == 0)
-                out.ticket_style = OOMSCAN_TICKET_GITHUB;
-            else if (strcmp(optarg, "jira") == 0)
-                out.ticket_style = OOMSCAN_TICKET_JIRA;
-            else if (strcmp(optarg, "jira-cloud") == 0)
-                out.ticket_style = OOMSCAN_TICKET_JIRA_CLOUD;
-            else {
-                fprintf(stderr, "oomscan: --ticket-style takes plain, github, jira or jira-cloud\n");
+            if (parse_ticket_style(optarg, &o->out.ticket_style) != 0)
                 return EXIT_TROUBLE;
-            }
-            out.format = OOMSCAN_FMT_TICKET;
+            o->out.format = OOMSCAN_FMT_TICKET;
+            format_given = 1;
             break;
-        case OPT_JIRA_PROJECT: out.jira_project = optarg; break;
+        case OPT_JIRA_PROJECT: o->out.jira_project = optarg; break;
         case OPT_JOB_ID:
             if (!*optarg || strlen(optarg) > 31) {
                 fprintf(stderr, "oomscan: --job-id takes 1 to 31 characters\n");
                 return EXIT_TROUBLE;
             }
-            job_id = optarg;
+            o->job_id = optarg;
             break;
-        case OPT_FOLLOW: follow = optarg; break;
-        case OPT_STATE: state_file = optarg; break;
+        case OPT_FOLLOW: o->follow = optarg; break;
+        case OPT_STATE: o->state_file = optarg; break;
         case OPT_LIMIT:
-            if (parse_limit(optarg, &limits) != 0)
+            if (parse_limit(optarg, &o->limits) != 0)
                 return EXIT_TROUBLE;
             break;
-        default: usage(stderr); return EXIT_TROUBLE;
+        default: /* '?' or ':' */
+            cli_option_error("oomscan", "oomscan --help", c, argv, longopts);
+            return EXIT_TROUBLE;
         }
-        if (c == 'f' || c == OPT_TICKET_STYLE)
-            format_given = 1;
     }
-    if (merge_mode && !format_given)
-        out.format = OOMSCAN_FMT_NDJSON;
-    if ((follow || state_file) && (merge_mode || (out.format != OOMSCAN_FMT_NDJSON))) {
+    /* merge and --follow write NDJSON unless told otherwise: both feed other programs */
+    if ((o->merge_mode || o->follow) && !format_given)
+        o->out.format = OOMSCAN_FMT_NDJSON;
+    if ((o->follow || o->state_file) && (o->merge_mode || (o->out.format != OOMSCAN_FMT_NDJSON))) {
         fprintf(stderr, "oomscan: --follow and --state go with --format ndjson (and not with merge)\n");
         return EXIT_TROUBLE;
     }
-    if (follow && (state_file || optind < argc)) {
+    if (o->follow && (o->state_file || optind < argc)) {
         fprintf(stderr, "oomscan: --follow FILE reads that one file: no other PATH, no --state\n");
         return EXIT_TROUBLE;
     }
-    if (out.format == OOMSCAN_FMT_TICKET &&
-        (out.ticket_style == OOMSCAN_TICKET_JIRA || out.ticket_style == OOMSCAN_TICKET_JIRA_CLOUD)) {
-        if (!out.jira_project)
-            out.jira_project = getenv("OOMSCAN_JIRA_PROJECT");
-        if (!out.jira_project || !*out.jira_project) {
+    oomscan_output *out = &o->out;
+    if (out->format == OOMSCAN_FMT_TICKET &&
+        (out->ticket_style == OOMSCAN_TICKET_JIRA || out->ticket_style == OOMSCAN_TICKET_JIRA_CLOUD)) {
+        if (!out->jira_project)
+            out->jira_project = getenv("OOMSCAN_JIRA_PROJECT");
+        if (!out->jira_project || !*out->jira_project) {
             fprintf(stderr, "oomscan: --ticket-style jira needs --jira-project KEY or OOMSCAN_JIRA_PROJECT\n");
             return EXIT_TROUBLE;
         }
         const char *type = getenv("OOMSCAN_JIRA_ISSUETYPE");
-        out.jira_issuetype = type && *type ? type : NULL;
+        out->jira_issuetype = type && *type ? type : NULL;
     }
-    /* A closed pipe (| head) ends the program quietly through a failed write, not a signal. */
-    signal(SIGPIPE, SIG_IGN);
+    return -1;
+}
 
+/* Colour by default only on a terminal that shows it: not into a file or pipe, not with NO_COLOR
+ * (no-color.org), not on TERM=dumb or with no TERM; --color=always wins over all of these. */
+static int want_color(int mode, int to_file)
+{
+    if (mode)
+        return mode > 0;
+    const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+    return !to_file && isatty(STDOUT_FILENO) && !(no_color && *no_color) && term && *term && strcmp(term, "dumb") != 0;
+}
+
+/* The text report's width: COLUMNS when set, else the terminal's, else 80 (a file, a pipe). */
+static unsigned report_width(int to_file)
+{
+    const char *cols = getenv("COLUMNS");
+    char *end;
+    long n = cols && *cols ? strtol(cols, &end, 10) : 0;
+    if (n > 0 && !*end)
+        return n > 1000 ? 1000 : (unsigned)n;
+    struct winsize ws;
+    if (!to_file && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
+/* -q: the report goes nowhere, only the exit status tells */
+static int write_nothing(void *ud, const char *data, size_t len)
+{
+    (void)ud, (void)data, (void)len;
+    return 0;
+}
+
+/* The pattern database, and the commands that only read it (--check-patterns, --list-patterns,
+ * --explain). Returns -1 with *dbp set to go on scanning, or the exit status (*dbp then to be freed,
+ * NULL when loading failed). */
+static int load_db(const cli_opts *o, int argc, char **argv, oomscan_db **dbp)
+{
     oomscan_diag diag = {0};
     oomscan_db *db = NULL;
     oomscan_status st;
     /* --check-patterns DIR checks that folder alone; without DIR, the built-in database. */
-    if (check && optind < argc)
+    if (o->check && optind < argc)
         st = oomscan_db_new_empty(&db, &diag);
     else
         st = oomscan_db_new(&db, &diag);
-    for (size_t i = 0; !st && i < n_user; i++)
-        st = oomscan_db_add_dir(db, user_dirs[i], &diag);
-    if (!st && check)
+    for (size_t i = 0; !st && i < o->n_user; i++)
+        st = oomscan_db_add_dir(db, o->user_dirs[i], &diag);
+    if (!st && o->check)
         for (int i = optind; !st && i < argc; i++)
             st = oomscan_db_add_dir(db, argv[i], &diag);
     if (!st)
@@ -414,43 +481,73 @@ int main(int argc, char **argv)
         oomscan_db_free(db);
         return EXIT_TROUBLE;
     }
-    if (check) {
+    *dbp = db;
+    if (o->check) {
         size_t runs = 0;
         size_t problems = oomscan_db_check(db, print_problem, NULL, &runs);
         printf("%zu patterns, %zu checklists, %zu samples run: %zu problem(s)\n", oomscan_db_pattern_count(db),
                oomscan_db_checklist_count(db), runs, problems);
-        oomscan_db_free(db);
         return problems ? EXIT_TROUBLE : EXIT_NONE;
     }
-    if (list) {
+    if (o->list) {
         for (size_t i = 0; i < oomscan_db_pattern_count(db); i++) {
             oomscan_pattern_info pi;
             oomscan_db_pattern_info(db, i, &pi);
             printf("%-44s %-22s %s\n", pi.id, pi.class_name, pi.file);
         }
-        oomscan_db_free(db);
         return EXIT_NONE;
     }
-    if (explain) {
+    if (o->explain) {
         int rc = EXIT_NONE;
-        if (strcmp(explain, "list") == 0) {
+        if (strcmp(o->explain, "list") == 0) {
             for (size_t i = 0; i < oomscan_db_checklist_count(db); i++)
                 printf("%s\n", oomscan_db_checklist_id(db, i));
-        } else if (oomscan_explain(db, explain, write_file, stdout, &diag) != OOMSCAN_OK) {
+        } else if (oomscan_explain(db, o->explain, write_file, stdout, &diag) != OOMSCAN_OK) {
             if (errno != EPIPE) /* a closed pipe is the reader's choice */
-                fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);
+                complain("%s: %s", diag.where, diag.msg);
             rc = EXIT_TROUBLE;
         }
-        oomscan_db_free(db);
         return rc;
     }
+    return -1;
+}
 
+int main(int argc, char **argv)
+{
+    cli_opts o = {.out = {.format = OOMSCAN_FMT_TEXT}};
+    if (argc > 1 && strcmp(argv[1], "summary") == 0)
+        return summary_main(argc - 1, argv + 1);
+    /* `oomscan merge ...`: the inputs are NDJSON from other runs */
+    o.merge_mode = argc > 1 && strcmp(argv[1], "merge") == 0;
+    if (o.merge_mode) {
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
+    oomscan_output out = o.out;
+    const char *outfile = o.outfile, *follow = o.follow, *state_file = o.state_file;
+    int quiet = o.quiet, merge_mode = o.merge_mode;
+    g_quiet = quiet;
+    /* A closed pipe (| head) ends the program quietly through a failed write, not a signal. */
+    signal(SIGPIPE, SIG_IGN);
+
+    oomscan_db *db = NULL;
+    int db_rc = load_db(&o, argc, argv, &db);
+    if (db_rc >= 0) {
+        oomscan_db_free(db);
+        return db_rc;
+    }
+    oomscan_diag diag = {0};
+    oomscan_status st;
     const char *stdin_only[] = {"-"};
     const char *const *paths = (const char *const *)argv + optind;
     size_t n_paths = (size_t)(argc - optind);
     if (n_paths == 0 && !follow) {
         if (isatty(STDIN_FILENO)) {
-            usage(stderr);
+            fprintf(stderr, "oomscan: no PATH, and standard input is a terminal; usage: oomscan --help\n");
             oomscan_db_free(db);
             return EXIT_TROUBLE;
         }
@@ -463,17 +560,19 @@ int main(int argc, char **argv)
     FILE *dest = stdout;
     char *tmpname = NULL;
     if (outfile && !(dest = report_open(outfile, &tmpname))) {
-        fprintf(stderr, "oomscan: %s: cannot create: %s\n", outfile, strerror(errno));
+        complain("%s: cannot create: %s", outfile, strerror(errno));
         oomscan_db_free(db);
         return EXIT_TROUBLE;
     }
-    const char *no_color = getenv("NO_COLOR");
-    out.color = color_mode == 1 || (color_mode == 0 && !outfile && isatty(STDOUT_FILENO) && !(no_color && *no_color));
-    if (no_color && *no_color && color_mode != 1)
-        out.color = 0;
+    out.color = want_color(o.color_mode, outfile != NULL);
+    out.width = report_width(outfile != NULL);
+    /* -q: no report on standard output (grep's -q); one asked for with -o is still written */
+    oomscan_write_fn report_fn = quiet && !outfile ? write_nothing
+                                 : out.format == OOMSCAN_FMT_NDJSON ? write_ndjson_flush
+                                                                    : write_file;
 
-    stream_ctx sctx = {.out = dest};
-    oomscan_options opt = {.jobs = (unsigned)jobs, .job_id = job_id, .limits = limits};
+    stream_ctx sctx = {.fn = report_fn, .out = dest};
+    oomscan_options opt = {.jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
     int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
     if (show_progress)
@@ -491,9 +590,9 @@ int main(int argc, char **argv)
     int live = follow || (out.format == OOMSCAN_FMT_NDJSON && !merge_mode && !state_file && n_paths == 1 &&
                           strcmp(paths[0], "-") == 0 && fstat(STDIN_FILENO, &in_sb) == 0 && !S_ISREG(in_sb.st_mode));
     if (!st && state_file) {
-        st = oomscan_state_open_limited(&state, state_file, &limits, &diag);
-        if (!st && oomscan_state_warning(state) && !quiet)
-            fprintf(stderr, "oomscan: %s\n", oomscan_state_warning(state));
+        st = oomscan_state_open_limited(&state, state_file, &o.limits, &diag);
+        if (!st && oomscan_state_warning(state))
+            complain("%s", oomscan_state_warning(state));
         if (!st)
             st = oomscan_scan_use_state(scan, state);
     }
@@ -510,7 +609,7 @@ int main(int argc, char **argv)
     if (!st && merge_mode) {
         st = oomscan_scan_merge(scan, paths, n_paths, &diag);
     } else if (!st && live) {
-        st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, write_ndjson_flush, dest, &diag);
+        st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, report_fn, dest, &diag);
         if (st == OOMSCAN_ERR_IO) {
             sctx.broken = 1; /* the reader went away */
             st = OOMSCAN_OK;
@@ -524,16 +623,15 @@ int main(int argc, char **argv)
     }
     int rc = EXIT_NONE, report_out = 0, write_ok = 0;
     if (st) {
-        fprintf(stderr, "oomscan: %s\n", diag.msg);
+        complain("%s", diag.msg);
         rc = EXIT_TROUBLE;
     }
     if (scan) {
         for (size_t i = 0; i < oomscan_scan_input_errors(scan); i++)
-            if (!quiet)
-                fprintf(stderr, "oomscan: %s\n", oomscan_scan_input_error(scan, i));
+            complain("%s", oomscan_scan_input_error(scan, i));
         oomscan_status wst = OOMSCAN_OK;
         if (!sctx.broken)
-            wst = oomscan_scan_write(scan, &out, out.format == OOMSCAN_FMT_NDJSON ? write_ndjson_flush : write_file, dest);
+            wst = oomscan_scan_write(scan, &out, report_fn, dest);
         if (!rc && oomscan_scan_finding_count(scan) > 0)
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
@@ -543,7 +641,7 @@ int main(int argc, char **argv)
         int write_failed = g_write_errno || wst != OOMSCAN_OK || sctx.broken;
         /* a closed pipe is the reader's choice, not an error worth a message; a full disk is */
         if (write_failed && g_write_errno != EPIPE) {
-            fprintf(stderr, "oomscan: %s: write failed: %s%s\n", outfile ? outfile : "standard output",
+            complain("%s: write failed: %s%s", outfile ? outfile : "standard output",
                     strerror(g_write_errno ? g_write_errno : EIO),
                     outfile ? "; the previous report is unchanged" : "");
             rc = EXIT_TROUBLE;
@@ -552,7 +650,7 @@ int main(int argc, char **argv)
         /* The state moves on only once the report is out: a lost report is reported again next time. */
         report_out = !st && !write_failed;
         if (state && report_out && !outfile && oomscan_state_save(state, scan, &diag) != OOMSCAN_OK) {
-            fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);
+            complain("%s: %s", diag.where, diag.msg);
             rc = EXIT_TROUBLE;
         }
     }
@@ -561,7 +659,7 @@ int main(int argc, char **argv)
         report_out = 0;
     }
     if (state && outfile && report_out && oomscan_state_save(state, scan, &diag) != OOMSCAN_OK) {
-        fprintf(stderr, "oomscan: %s: %s\n", diag.where, diag.msg);
+        complain("%s: %s", diag.where, diag.msg);
         rc = EXIT_TROUBLE;
     }
     oomscan_state_free(state);

@@ -16,6 +16,7 @@
 
 #include "oomscan.h"
 #include "oomscan_summary.h"
+#include "opterr.h"
 #include "summary_cmd.h"
 
 typedef struct {
@@ -166,7 +167,8 @@ int summary_main(int argc, char **argv)
     oomscan_summary_format fmt = OOMSCAN_SUMMARY_TEXT;
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+    opterr = 0; /* cli_option_error says it in one line */
+    while ((opt = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
         if (opt == 'h') {
             usage(stdout);
             return 0;
@@ -177,7 +179,8 @@ int summary_main(int argc, char **argv)
         }
         if (opt == 'f')
             fprintf(stderr, "oomscan summary: --format takes text or json, not '%s'\n", optarg);
-        fprintf(stderr, "Try 'oomscan summary --help'.\n");
+        else
+            cli_option_error("oomscan summary", "oomscan summary --help", opt, argv, longopts);
         return 2;
     }
     if (optind >= argc) {

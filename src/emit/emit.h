@@ -21,8 +21,10 @@ cJSON *emit_json(const result *r);
 oomscan_status emit_json_write(const result *r, oomscan_write_fn fn, void *ud);
 
 /* The text report: each root in one sentence with its diagnosis and first steps, the cascade counted by
- * class, every finding with `verbose`, then each input's summary. ANSI colour with `color`. */
-oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_fn fn, void *ud);
+ * class, every finding with `verbose`, then each input's summary. ANSI colour with `color` (reset
+ * before each newline). Lines fit `width` columns (0: 80): longer ones wrap at a blank under their
+ * own indent, and an evidence line is cut at a word with an ellipsis. */
+oomscan_status emit_text(const result *r, int color, int verbose, unsigned width, oomscan_write_fn fn, void *ud);
 
 /* Tickets: one JSON object per line per root finding, in report order, in out->ticket_style.
  * OOMSCAN_ERR_USAGE for the Jira style without a project. */

@@ -10,12 +10,17 @@
 #include "emit/emit.h"
 #include "emit/report.h"
 #include "emit/safe.h"
+#include "emit/textfit.h"
 
 typedef struct {
     oomscan_write_fn fn;
     void *ud;
     int failed;
     int color;
+    unsigned width;
+    char *line; /* the line being written, fitted to the width at its newline */
+    size_t n, cap;
+    int cut; /* the line is cut, not wrapped (evidence) */
     char esc[6][8192]; /* E()'s buffers, used in turn: enough for the arguments of one w() */
     int next;
 } out;
@@ -39,6 +44,31 @@ static const char *E_(out *o, const char *s, size_t max)
 }
 #define E(o, s) E_((o), (s), (size_t)-1)
 
+/* The line so far goes out fitted to the width (emit/textfit.h). */
+static void line_end(out *o)
+{
+    if (!o->failed && textfit_line(o->line ? o->line : "", o->n, o->width, o->cut, o->fn, o->ud) != 0)
+        o->failed = 1;
+    o->n = 0;
+    o->cut = 0;
+}
+
+static void line_add(out *o, const char *s, size_t len)
+{
+    if (o->n + len > o->cap) {
+        size_t cap = (o->n + len) * 2 + 256;
+        char *p = realloc(o->line, cap);
+        if (!p) {
+            o->failed = 1;
+            return;
+        }
+        o->line = p;
+        o->cap = cap;
+    }
+    memcpy(o->line + o->n, s, len);
+    o->n += len;
+}
+
 static void w(out *o, const char *fmt, ...)
 {
     if (o->failed)
@@ -52,8 +82,14 @@ static void w(out *o, const char *fmt, ...)
         return;
     if ((size_t)n >= sizeof buf)
         n = sizeof buf - 1;
-    if (o->fn(o->ud, buf, (size_t)n) != 0)
-        o->failed = 1;
+    for (const char *p = buf, *end = buf + n; p < end && !o->failed;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        line_add(o, p, (size_t)((nl ? nl : end) - p));
+        if (!nl)
+            break;
+        line_end(o);
+        p = nl + 1;
+    }
 }
 
 static const char *c_(const out *o, const char *code) { return o->color ? code : ""; }
@@ -137,8 +173,10 @@ static void sentence(out *o, const result_finding *rf)
     snapshot_line(o, f);
     if (f->phase_evidence)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));
-    if (f->n_evidence)
-        w(o, "  %s> %s%s\n", c_(o, DIM), E_(o, f->evidence[0], 400), c_(o, RST));
+    if (f->n_evidence) {
+        o->cut = 1; /* one line of the log, cut at a word to the width */
+        w(o, "  %s> %s%s\n", c_(o, DIM), E_(o, f->evidence[0], 2000), c_(o, RST));
+    }
     if (f->note)
         w(o, "  note: %s\n", E(o, f->note));
 }
@@ -215,9 +253,9 @@ static size_t count_at(const finding **byloc, size_t n, const char *path, const 
     return k - lo;
 }
 
-oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_fn fn, void *ud)
+oomscan_status emit_text(const result *r, int color, int verbose, unsigned width, oomscan_write_fn fn, void *ud)
 {
-    out o = {.fn = fn, .ud = ud, .color = color};
+    out o = {.fn = fn, .ud = ud, .color = color, .width = width ? width : 80};
     const story *st = r->scan.st;
     if (r->n == 0)
         w(&o, "No failure found.\n");
@@ -229,6 +267,7 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
         if (!idx || !byjob) {
             free(idx);
             free(byjob);
+            free(o.line);
             return OOMSCAN_ERR_NOMEM;
         }
         for (size_t i = 0; i < r->n; i++)
@@ -272,16 +311,20 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
             w(&o, "  [%s] %s %s (%s) at %s, %llu time(s)%s%s\n", f->is_root ? "root" : "consequence",
               tax_class_name(f->cls), tax_phase_name(f->phase), f->id, E(&o, loc), (unsigned long long)f->occurrences,
               nums[0] ? "; " : "", E(&o, nums));
-            if (f->n_evidence)
-                w(&o, "      > %s\n", E_(&o, f->evidence[0], 300));
+            if (f->n_evidence) {
+                o.cut = 1;
+                w(&o, "      > %s\n", E_(&o, f->evidence[0], 2000));
+            }
         }
     }
     w(&o, "\n");
     /* findings per input: the reported findings sorted by where they were first seen, then a binary
      * search per input (thousands of inputs must not cost inputs x findings) */
     const finding **byloc = malloc((r->n + 1) * sizeof *byloc);
-    if (!byloc)
+    if (!byloc) {
+        free(o.line);
         return OOMSCAN_ERR_NOMEM;
+    }
     for (size_t i = 0; i < r->n; i++)
         byloc[i] = r->items[i].f;
     if (r->n > 1)
@@ -289,13 +332,15 @@ oomscan_status emit_text(const result *r, int color, int verbose, oomscan_write_
     for (size_t i = 0; i < r->scan.n_inputs; i++) {
         const input_record *in = &r->scan.inputs[i];
         size_t nf = count_at(byloc, r->n, in->path, in->member);
-        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s\n", c_(&o, DIM), E(&o, in->path), in->member ? ":" : "",
-          E(&o, in->member), in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error",
-          (unsigned long long)in->lines, (unsigned long long)in->bytes, nf, in->error ? " (" : "", E(&o, in->error),
-          in->error ? ")" : "");
-        if (o.color)
-            w(&o, "%s", RST);
+        /* the reset before the newline: after it, a pager or the next line would show it */
+        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s%s\n", c_(&o, DIM), E(&o, in->path),
+          in->member ? ":" : "", E(&o, in->member),
+          in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error", (unsigned long long)in->lines,
+          (unsigned long long)in->bytes, nf, in->error ? " (" : "", E(&o, in->error), in->error ? ")" : "", c_(&o, RST));
     }
     free(byloc);
+    if (o.n)
+        line_end(&o);
+    free(o.line);
     return o.failed ? OOMSCAN_ERR_IO : OOMSCAN_OK;
 }

@@ -39,7 +39,7 @@ def echo($text): any(cons[]; (.evidence // []) | join(" ") | test($text));'
 check() {
   name=$1 dir=$2
   json=$t/$name.json
-  "$oomscan" --quiet --color never --format json "$dir/job" > "$json"
+  "$oomscan" --color never --format json "$dir/job" > "$json" 2> /dev/null
   rc=$?
   summary=$(jq -r '[.findings[] | select(.role == "root") | "\(.class)/\(.phase)"] | join(", ")' "$json" 2>/dev/null)
   echo "$name: roots [$summary]; $(jq -r '[.findings[] | select(.role == "consequence") | .class] | "consequences \(length)"' "$json" 2>/dev/null)"

@@ -1,0 +1,171 @@
+/* textfit.c - lines fitted to a width (textfit.h). */
+#include "emit/textfit.h"
+
+#include <string.h>
+
+#define RST "\033[0m"
+
+/* Length of the SGR sequence at s (ESC [ params m), 0 when there is none. */
+static size_t sgr_len(const char *s, size_t left)
+{
+    if (left < 3 || s[0] != '\033' || s[1] != '[')
+        return 0;
+    for (size_t i = 2; i < left; i++) {
+        if (s[i] == 'm')
+            return i + 1;
+        if (!((s[i] >= '0' && s[i] <= '9') || s[i] == ';'))
+            return 0;
+    }
+    return 0;
+}
+
+size_t textfit_columns(const char *s, size_t len)
+{
+    size_t cols = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = sgr_len(s + i, len - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        cols += ((unsigned char)s[i] & 0xC0) != 0x80;
+        i++;
+    }
+    return cols;
+}
+
+typedef struct {
+    oomscan_write_fn fn;
+    void *ud;
+    int failed;
+    char sgr[64]; /* the colour in force: the SGR sequences since the last reset */
+    size_t sgr_n;
+} sink;
+
+static void put(sink *k, const char *s, size_t n)
+{
+    if (!k->failed && n && k->fn(k->ud, s, n) != 0)
+        k->failed = 1;
+}
+
+/* Copy s[a..b) out, keeping track of the colour in force. */
+static void put_span(sink *k, const char *s, size_t a, size_t b)
+{
+    put(k, s + a, b - a);
+    for (size_t i = a; i < b;) {
+        size_t q = sgr_len(s + i, b - i);
+        if (!q) {
+            i++;
+            continue;
+        }
+        if (q == 4 && s[i + 2] == '0') /* ESC[0m */
+            k->sgr_n = 0;
+        else if (k->sgr_n + q <= sizeof k->sgr) {
+            memcpy(k->sgr + k->sgr_n, s + i, q);
+            k->sgr_n += q;
+        }
+        i += q;
+    }
+}
+
+/* End a physical line: the colour is reset before the newline, never after it. */
+static void end_line(sink *k)
+{
+    if (k->sgr_n)
+        put(k, RST, sizeof RST - 1);
+    put(k, "\n", 1);
+}
+
+/* Byte offset in s[from..len) where `cols` more columns end (at a character, past any SGR there). */
+static size_t advance(const char *s, size_t from, size_t len, size_t cols)
+{
+    size_t i = from, c = 0;
+    while (i < len) {
+        size_t q = sgr_len(s + i, len - i);
+        if (q) {
+            i += q;
+            continue;
+        }
+        if (c == cols)
+            break;
+        c++;
+        i++;
+        while (i < len && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+    }
+    return i;
+}
+
+/* The indent of a continuation: under the text after a bullet ("- ", "> ", "12. "), else two more
+ * than the line's own, so that a continuation never reads as a line of its own. */
+static size_t hanging_indent(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && s[i] == ' ')
+        i++;
+    if (i + 1 < len && (s[i] == '-' || s[i] == '>') && s[i + 1] == ' ')
+        return i + 2;
+    size_t d = i;
+    while (d < len && s[d] >= '0' && s[d] <= '9')
+        d++;
+    if (d > i && d + 1 < len && s[d] == '.' && s[d + 1] == ' ')
+        return d + 2;
+    return i + 2;
+}
+
+int textfit_line(const char *s, size_t len, unsigned width, int cut, oomscan_write_fn fn, void *ud)
+{
+    sink k = {.fn = fn, .ud = ud};
+    size_t wcols = width < 20 ? 20 : width;
+    if (textfit_columns(s, len) <= wcols) {
+        put_span(&k, s, 0, len);
+        end_line(&k);
+        return k.failed ? -1 : 0;
+    }
+    if (cut) {
+        /* room for the ellipsis; back to the blank before the word that does not fit, unless that
+         * throws away more than a third of the line */
+        size_t end = advance(s, 0, len, wcols - 1), b = end;
+        while (b > 0 && s[b] != ' ')
+            b--;
+        if (b > 0 && textfit_columns(s, b) >= (wcols * 2) / 3)
+            end = b;
+        while (end > 0 && s[end - 1] == ' ')
+            end--;
+        put_span(&k, s, 0, end);
+        put(&k, "\xe2\x80\xa6", 3);
+        end_line(&k);
+        return k.failed ? -1 : 0;
+    }
+    size_t ind = hanging_indent(s, len);
+    if (ind > wcols / 2)
+        ind = 4;
+    static const char blanks[] = "                                                            ";
+    size_t pos = 0, first = 1;
+    while (pos < len) {
+        size_t room = first ? wcols : wcols - ind;
+        if (!first) {
+            put(&k, blanks, ind < sizeof blanks - 1 ? ind : sizeof blanks - 1);
+            put(&k, k.sgr, k.sgr_n); /* the colour goes on where it was cut */
+        }
+        size_t end = advance(s, pos, len, room);
+        if (end < len) {
+            /* the last blank that fits, if the piece keeps some words; else cut the long word */
+            size_t b = end;
+            while (b > pos && s[b] != ' ')
+                b--;
+            if (b > pos && s[b] == ' ' && (!first || b > ind))
+                end = b;
+        }
+        size_t stop = end;
+        while (stop > pos && stop < len && s[stop - 1] == ' ')
+            stop--;
+        put_span(&k, s, pos, stop);
+        end_line(&k);
+        pos = end;
+        while (pos < len && s[pos] == ' ')
+            pos++;
+        first = 0;
+    }
+    return k.failed ? -1 : 0;
+}
