@@ -310,7 +310,7 @@ static int frame_winner(checker *c, const pdb_frame_rule *r, const char *t, size
     }
     const char *path, *func;
     size_t pl, fl;
-    if (!memmem(t, n, PDB_FRAME_LITERAL, strlen(PDB_FRAME_LITERAL)) || !scan_parse_frame(t, n, &path, &pl, &func, &fl))
+    if (!memmem(t, n, PDB_FRAME_LITERAL, strlen(PDB_FRAME_LITERAL)) || !lines_parse_frame(t, n, &path, &pl, &func, &fl))
         return -2;
     int best = phase_frame_rule(c->db, path, pl, func, fl, NULL, 0, &fb);
     return r->fallback ? fb : best;
@@ -405,7 +405,7 @@ static int fw_winner(checker *c, const pdb_fw_rule *r, const char *raw, size_t *
         line_ctx ctx;
         size_t n, pl, fl;
         const char *t = matcher_strip(c->m, raw, strlen(raw), &n, &ctx), *path, *func;
-        if (!scan_parse_frame(t, n, &path, &pl, &func, &fl))
+        if (!lines_parse_frame(t, n, &path, &pl, &func, &fl))
             return -2;
         return phase_path_framework(c->db, path, pl);
     }

@@ -15,9 +15,10 @@
 #include <sys/types.h>
 
 #include "db/patterndb.h"
+#include "match/classify.h" /* the classifier feeds the story: its header brings the story type */
+#include "match/lines.h"    /* scan_count_lines */
 #include "match/phase.h"
-#include "story/story.h" /* layering: the scanner hands each failure line to the story (story_event) */
-#include "base/timefmt.h"
+#include "match/source.h"
 
 #define SCAN_LINE_CAP (1u << 20)
 
@@ -30,19 +31,6 @@ typedef ssize_t (*scan_read_fn)(void *ud, void *buf, size_t cap);
 #define SCAN_READ_IDLE (-2)
 
 typedef void (*scan_progress_fn)(void *ud, uint64_t bytes);
-
-typedef struct {
-    const char *path;   /* outer input name */
-    const char *member; /* archive member or NULL */
-    size_t input;       /* top-level input index (ordering) */
-    char job_id[32];    /* from the name (slurm-<job>.out, %A_%a) or "" */
-    char rank[16];      /* from the name (rank3.log) or "" */
-    char host[96];      /* from the name (node12/...) or "" */
-    /* Resuming part-way (stream.c, state.c); all zero for a whole source. */
-    uint64_t base_offset, base_line; /* stream offset and lines before the first byte read */
-    const timefmt *time0; /* the last stamp seen before base_offset, or NULL */
-    int eager;          /* a live stream: scan after every read instead of filling a large chunk */
-} scan_source;
 
 typedef struct {
     uint64_t bytes, lines, lines_cut;
@@ -73,13 +61,5 @@ void scan_source_from_name(scan_source *src);
  * of the scan: it is reported in `res->read_error` and what was read before is kept. */
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
                            story *st, scan_result *res, scan_progress_fn progress, void *progress_ud);
-
-/* Read a traceback frame line (`File "PATH", line N, in FUNC`, or faulthandler's `line N in FUNC`),
- * prefixes already stripped: 1 with views of its path and function into msg, 0 if it is none. */
-int scan_parse_frame(const char *msg, size_t n, const char **path, size_t *path_len, const char **func,
-                     size_t *func_len);
-
-/* Count line terminators (\n, \r\n as one, bare \r) in p[0..n). A \r at p[n-1] counts as one. */
-uint64_t scan_count_lines(const unsigned char *p, size_t n);
 
 #endif

@@ -1,0 +1,531 @@
+/* classify.c - a candidate line -> context, settings, or the best failure pattern -> a story event. */
+#include "match/classify.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/values.h"
+#include "match/config.h"
+#include "match/lines.h"
+
+#define JOIN_MAX 2     /* continuation lines tried for a wrapped message */
+#define JOIN_CAP 8192
+#define EVIDENCE_CAP 2000
+#define BURST_LINES 40 /* a second wording of the same failure within this many lines joins it */
+#define BURSTS 8
+
+typedef struct {
+    int cls; /* class of the last failure on this stream key */
+    char key[24];
+    uint64_t line;
+    long finding;
+} burst;
+
+struct classifier {
+    const pdb *db;
+    matcher *m;
+    char *join; /* 2 * JOIN_CAP: joined messages of a wrapped failure; the best join so far in the upper half */
+    char *evid; /* EVIDENCE_CAP + 8: sanitised evidence */
+    config_tracker *cfg; /* the brackets of a settings dump the scan has passed (config.h) */
+    /* per source */
+    const scan_source *src;
+    phase_state *ps;
+    story *st;
+    burst bursts[BURSTS];
+    size_t n_bursts;
+};
+
+/* What one line is, once stripped: the message, what its prefixes said, its stream key. */
+typedef struct {
+    size_t start, end; /* the raw line in the view */
+    uint64_t line;
+    const char *msg;
+    size_t msg_len;
+    line_ctx ctx;
+    char key[24];
+} line_info;
+
+classifier *classifier_new(const pdb *db, matcher *m)
+{
+    classifier *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->db = db;
+    c->m = m;
+    c->join = malloc(2 * JOIN_CAP);
+    c->evid = malloc(EVIDENCE_CAP + 8);
+    c->cfg = config_tracker_new();
+    if (!c->join || !c->evid || !c->cfg) {
+        classifier_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void classifier_free(classifier *c)
+{
+    if (!c)
+        return;
+    free(c->join);
+    free(c->evid);
+    config_tracker_free(c->cfg);
+    free(c);
+}
+
+void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, story *st)
+{
+    c->src = src;
+    c->ps = ps;
+    c->st = st;
+    c->n_bursts = 0;
+    config_tracker_reset(c->cfg);
+}
+
+void classify_pass(classifier *c, const scan_view *v, size_t end)
+{
+    config_tracker_pass(c->cfg, (const char *)v->buf, v->base, end);
+}
+
+/* ---- context and settings ------------------------------------------------------------------ */
+
+int classify_is_cheap(const pdb *db, size_t lit)
+{
+    for (size_t k = 0; k < db->literals[lit].n_targets; k++) {
+        pdb_lit_kind kind = db->literals[lit].targets[k].kind;
+        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG)
+            return 0;
+        if (kind == LIT_MARKER && db->markers[db->literals[lit].targets[k].index].late)
+            return 0; /* a late marker reads its line (the killed task's PID) */
+    }
+    return 1;
+}
+
+/* Setting `cfg` (index into db->config_lits) wherever it is printed in the line [start, end). */
+static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
+                                      uint64_t line)
+{
+    return config_capture(&c->st->config, c->cfg, c->db->config_lits[cfg], (const char *)v->buf, v->base, start, end,
+                          c->src->job_id, c->src->path, line) < 0
+               ? OOMSCAN_ERR_NOMEM
+               : OOMSCAN_OK;
+}
+
+oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line)
+{
+    const pdb_literal *l = &c->db->literals[lit];
+    for (size_t k = 0; k < l->n_targets; k++) {
+        const pdb_target *tg = &l->targets[k];
+        if (tg->kind == LIT_MARKER) {
+            phase_marker(c->ps, tg->index, line);
+        } else if (tg->kind == LIT_FRAMEWORK) {
+            phase_framework_vote(c->ps, c->db->fw_rules[tg->index].framework);
+        } else {
+            /* a printed setting is read where the prefilter found its name: a log that echoes
+             * settings stays on the fast path */
+            size_t s, e;
+            lines_bounds(v->buf, 0, v->region_end, pos, &s, &e);
+            if (capture_setting(c, v, tg->index, s, e, line))
+                return OOMSCAN_ERR_NOMEM;
+        }
+    }
+    return OOMSCAN_OK;
+}
+
+static void stream_key(const line_ctx *x, const scan_source *src, char *key, size_t cap)
+{
+    /* keys are short ids; cut them rather than warn: a collision only merges two tracebacks */
+    const char *id = x->rank[0] ? x->rank : x->pid[0] ? x->pid : src->rank;
+    char kind = x->rank[0] ? 'r' : x->pid[0] ? 'p' : 'r';
+    if (!id[0] || cap < 3) {
+        key[0] = '\0';
+        return;
+    }
+    key[0] = kind;
+    size_t n = strlen(id);
+    if (n > cap - 2)
+        n = cap - 2;
+    memcpy(key + 1, id, n);
+    key[n + 1] = '\0';
+}
+
+static void handle_frame(classifier *c, const scan_view *v, const line_info *li)
+{
+    const char *path, *in;
+    size_t path_len, func_len;
+    if (!lines_parse_frame(li->msg, li->msg_len, &path, &path_len, &in, &func_len))
+        return;
+    /* The code line is printed under the frame. */
+    const char *code = NULL;
+    size_t code_len = 0, ns, ne;
+    line_ctx cctx;
+    if (lines_next(v->buf, v->len, li->end, &ns, &ne)) {
+        code = matcher_strip(c->m, (const char *)v->buf + ns, ne - ns, &code_len, &cctx);
+        while (code_len && isspace((unsigned char)*code)) {
+            code++;
+            code_len--;
+        }
+        if (code_len >= 6 && memcmp(code, "File \"", 6) == 0)
+            code = NULL, code_len = 0;
+    }
+    phase_frame(c->ps, li->key, path, path_len, in, func_len, code, code_len, li->line);
+}
+
+/* A faulthandler stack is printed below its failure: it may name the phase of the last failure on its
+ * stream when that one had none (phase_late; the burst table knows the findings of this source). */
+static oomscan_status late_phase(classifier *c, const char *key)
+{
+    const burst *last = NULL;
+    for (size_t i = 0; i < c->n_bursts; i++)
+        if (strcmp(c->bursts[i].key, key) == 0 && (!last || c->bursts[i].line > last->line))
+            last = &c->bursts[i];
+    phase_answer ans;
+    if (last && last->finding >= 0 && (size_t)last->finding < c->st->n &&
+        (c->st->f[last->finding].phase == PH_UNKNOWN || c->st->f[last->finding].phase_weak) &&
+        phase_late(c->ps, key, last->line, &ans) &&
+        story_set_phase(c->st, last->finding, ans.phase, ans.evidence, ans.framework) != 0)
+        return OOMSCAN_ERR_NOMEM;
+    return OOMSCAN_OK;
+}
+
+/* A late marker (Ray's memory table row of the killed task, printed below the kill message) names the
+ * phase of the stream's last failure when that one has none or only a weak one, is at most `reach`
+ * lines above, and, when the failure knows its pid, the row starts with that pid. */
+static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
+{
+    const pdb_marker *mk = &c->db->markers[mi];
+    const burst *last = NULL;
+    for (size_t i = 0; i < c->n_bursts; i++)
+        if (strcmp(c->bursts[i].key, li->key) == 0 && (!last || c->bursts[i].line > last->line))
+            last = &c->bursts[i];
+    if (!last || last->finding < 0 || (size_t)last->finding >= c->st->n || li->line < last->line ||
+        li->line - last->line > (uint64_t)mk->reach)
+        return OOMSCAN_OK;
+    const finding *f = &c->st->f[last->finding];
+    if (f->phase != PH_UNKNOWN && !f->phase_weak)
+        return OOMSCAN_OK;
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(f->memory, "pid");
+    if (cJSON_IsNumber(pid)) {
+        char want[32];
+        snprintf(want, sizeof want, "%.0f", pid->valuedouble);
+        const char *msg = li->msg;
+        size_t k = 0, msg_len = li->msg_len;
+        while (k < msg_len && (msg[k] == ' ' || msg[k] == '\t'))
+            k++;
+        size_t wl = strlen(want);
+        if (msg_len - k <= wl || memcmp(msg + k, want, wl) != 0 || isdigit((unsigned char)msg[k + wl]))
+            return OOMSCAN_OK;
+    }
+    char ev[256];
+    snprintf(ev, sizeof ev, "\"%s\" in the row of the killed task, %llu line(s) after the failure", mk->literal,
+             (unsigned long long)(li->line - last->line));
+    return story_set_phase(c->st, last->finding, (tax_phase)mk->phase, ev, mk->framework) != 0 ? OOMSCAN_ERR_NOMEM
+                                                                                             : OOMSCAN_OK;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Feed the context targets of the line's literals to the phase state and read its settings (in the
+ * database's order of setting names); the failure patterns they lead to go into cands (*nc). */
+static oomscan_status dispatch(classifier *c, const scan_view *v, const line_info *li, const size_t *lits, size_t n,
+                               size_t *cands, size_t *nc)
+{
+    const pdb *db = c->db;
+    size_t cfgs[CLASSIFY_MAX_TARGETS], ncfg = 0;
+    oomscan_status st = OOMSCAN_OK;
+    *nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pdb_literal *lit = &db->literals[lits[i]];
+        for (size_t k = 0; k < lit->n_targets; k++) {
+            const pdb_target *tg = &lit->targets[k];
+            switch (tg->kind) {
+            case LIT_TRACEBACK:
+                if (tg->index)
+                    phase_stack_header(c->ps, li->key, li->msg, li->msg_len, li->line);
+                else
+                    phase_traceback(c->ps, li->key, li->line);
+                break;
+            case LIT_FRAME:
+                handle_frame(c, v, li);
+                if (late_phase(c, li->key))
+                    st = OOMSCAN_ERR_NOMEM;
+                break;
+            case LIT_MARKER:
+                if (db->markers[tg->index].late && late_marker(c, li, tg->index))
+                    st = OOMSCAN_ERR_NOMEM;
+                phase_marker(c->ps, tg->index, li->line); /* a late one only goes to its own slot */
+                break;
+            case LIT_FRAMEWORK:
+                phase_framework_vote(c->ps, db->fw_rules[tg->index].framework);
+                break;
+            case LIT_PATTERN: {
+                size_t j;
+                for (j = 0; j < *nc && cands[j] != tg->index; j++)
+                    ;
+                if (j == *nc && *nc < CLASSIFY_MAX_TARGETS)
+                    cands[(*nc)++] = tg->index;
+                break;
+            }
+            case LIT_CONFIG:
+                if (ncfg < CLASSIFY_MAX_TARGETS)
+                    cfgs[ncfg++] = tg->index;
+                break;
+            }
+        }
+    }
+    qsort(cfgs, ncfg, sizeof *cfgs, cmp_size);
+    for (size_t i = 0; i < ncfg; i++)
+        if ((i == 0 || cfgs[i] != cfgs[i - 1]) && capture_setting(c, v, cfgs[i], li->start, li->end, li->line))
+            st = OOMSCAN_ERR_NOMEM;
+    return st;
+}
+
+/* ---- failures -------------------------------------------------------------------------------- */
+
+/* Try every candidate pattern on text; best by severity, then captures, then match length. */
+static long best_pattern(classifier *c, const size_t *cands, size_t nc, const char *text, size_t len, int *score)
+{
+    long best = -1;
+    int best_caps = 0, best_sev = -1;
+    size_t best_span = 0;
+    for (size_t i = 0; i < nc; i++) {
+        int caps = matcher_try(c->m, cands[i], text, len);
+        if (!caps)
+            continue;
+        size_t s, e;
+        matcher_span(c->m, &s, &e);
+        int sev = c->db->patterns[cands[i]].severity;
+        if (sev > best_sev || (sev == best_sev && (caps > best_caps || (caps == best_caps && e - s > best_span)))) {
+            best = (long)cands[i];
+            best_caps = caps;
+            best_sev = sev;
+            best_span = e - s;
+        }
+    }
+    *score = best_caps;
+    return best;
+}
+
+/* The pattern that explains the line best, or -1; *text and *text_len are what it matched: the
+ * message itself, or the message joined with the lines after it (then in c->join's upper half). A
+ * terminal or logger may have wrapped the message, even between a number and its unit: the joins are
+ * tried with and without a space, and one wins only by explaining more. */
+static long pick_pattern(classifier *c, const scan_view *v, const line_info *li, const size_t *cands, size_t nc,
+                         const char **text, size_t *text_len)
+{
+    int score = 0;
+    *text = li->msg;
+    *text_len = li->msg_len;
+    long pi = best_pattern(c, cands, nc, li->msg, li->msg_len, &score);
+    size_t ns, ne, le = li->end;
+    size_t jl = li->msg_len < JOIN_CAP ? li->msg_len : JOIN_CAP;
+    memcpy(c->join, li->msg, jl);
+    for (int k = 0; k < JOIN_MAX && lines_next(v->buf, v->len, le, &ns, &ne); k++) {
+        size_t cl;
+        line_ctx cc;
+        const char *cont = matcher_strip(c->m, (const char *)v->buf + ns, ne - ns, &cl, &cc);
+        if (cl == 0 || jl + cl + 1 > JOIN_CAP)
+            break;
+        for (int sep = 0; sep < 2; sep++) {
+            size_t at = jl;
+            if (sep)
+                c->join[at++] = ' ';
+            memcpy(c->join + at, cont, cl);
+            int s2;
+            long p2 = best_pattern(c, cands, nc, c->join, at + cl, &s2);
+            if (p2 >= 0 && (pi < 0 || s2 > score)) {
+                pi = p2;
+                score = s2;
+                /* keep the winner apart: the next try reuses the lower half */
+                memcpy(c->join + JOIN_CAP, c->join, at + cl);
+                *text = c->join + JOIN_CAP;
+                *text_len = at + cl;
+            }
+        }
+        /* keep the space-less join as the base for a third line: terminals cut without spaces */
+        memcpy(c->join + jl, cont, cl);
+        jl += cl;
+        le = ne;
+        if (pi >= 0 && *text == li->msg)
+            break;
+    }
+    return pi;
+}
+
+/* The values of pattern pi's match on text (matcher_try must have just matched it there; its span
+ * goes to *ms, *me), plus those its "continuation" regexes read on the lines after the line (Ray's
+ * ActorDiedError pid/ip, srun's step id; all kept in the buffer). NULL when out of memory. */
+static cJSON *pattern_values(classifier *c, const scan_view *v, const line_info *li, long pi, const char *text,
+                             size_t text_len, size_t *ms, size_t *me)
+{
+    const pdb_pattern *p = &c->db->patterns[pi];
+    cJSON *mem = cJSON_CreateObject();
+    if (!mem || matcher_values(c->m, (size_t)pi, text, text_len, mem) != 0) {
+        cJSON_Delete(mem);
+        return NULL;
+    }
+    matcher_span(c->m, ms, me); /* before the continuation regexes clobber the match */
+    size_t cs, ce, cend = li->end;
+    for (int k = 0; k < p->cont_lines && lines_next(v->buf, v->len, cend, &cs, &ce); k++, cend = ce)
+        if (matcher_continuation(c->m, (size_t)pi, (const char *)v->buf + cs, ce - cs, mem) < 0) {
+            cJSON_Delete(mem);
+            return NULL;
+        }
+    return mem;
+}
+
+static int strstr_n(const char *h, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(h + i, needle, k) == 0)
+            return 1;
+    return 0;
+}
+
+/* A CUDA OOM message is read clause by clause too (base/values.c): whatever the PyTorch version,
+ * and over the next lines when a terminal cut it (same prefix stripped, joined without a space). */
+static void oom_clauses(classifier *c, const scan_view *v, const line_info *li, const char *text, size_t text_len,
+                        cJSON *mem)
+{
+    char oom[4096];
+    size_t ol = text_len < sizeof oom ? text_len : sizeof oom;
+    memcpy(oom, text, ol);
+    size_t on = li->end, os, oe;
+    for (int k = 0; k < 4 && text == li->msg && lines_next(v->buf, v->len, on, &os, &oe); k++, on = oe) {
+        if (strstr_n(oom, ol, "unallocated") || strstr_n(oom, ol, "by PyTorch)") || strstr_n(oom, ol, "cached)"))
+            break;
+        size_t cl;
+        line_ctx cc;
+        const char *cont = matcher_strip(c->m, (const char *)v->buf + os, oe - os, &cl, &cc);
+        if (cl == 0 || ol + cl > sizeof oom || (cl >= 9 && memcmp(cont, "Traceback", 9) == 0) ||
+            (cl >= 6 && memcmp(cont, "  File", 6) == 0))
+            break;
+        memcpy(oom + ol, cont, cl);
+        ol += cl;
+    }
+    values_cuda_oom_clauses(oom, ol, mem);
+}
+
+/* The finding of this source a failure of class cls in phase ph on stream key joins: the same class
+ * on the same stream within BURST_LINES lines, phases not contradicting. -1 none. */
+static long burst_of(const classifier *c, int cls, const char *key, uint64_t line, tax_phase ph)
+{
+    long merge = -1;
+    for (size_t i = 0; i < c->n_bursts; i++) {
+        const burst *b = &c->bursts[i];
+        if (b->cls == cls && strcmp(b->key, key) == 0 && line - b->line <= BURST_LINES && b->finding >= 0 &&
+            (size_t)b->finding < c->st->n &&
+            (c->st->f[b->finding].phase == ph || ph == PH_UNKNOWN || c->st->f[b->finding].phase == PH_UNKNOWN))
+            merge = b->finding;
+    }
+    return merge;
+}
+
+/* Remember finding fi as the latest of class cls on stream key (one slot per pair; the last slot is
+ * reused when all are taken). */
+static void burst_note(classifier *c, int cls, const char *key, uint64_t line, long fi)
+{
+    size_t slot;
+    for (slot = 0; slot < c->n_bursts; slot++)
+        if (c->bursts[slot].cls == cls && strcmp(c->bursts[slot].key, key) == 0)
+            break;
+    if (slot == c->n_bursts) {
+        if (c->n_bursts < BURSTS)
+            c->n_bursts++;
+        else
+            slot = BURSTS - 1;
+    }
+    c->bursts[slot].cls = cls;
+    snprintf(c->bursts[slot].key, sizeof c->bursts[slot].key, "%s", key);
+    c->bursts[slot].line = line;
+    c->bursts[slot].finding = fi;
+}
+
+/* The failure the line states, as an event for the story: pattern pi matched text. The event is
+ * filled field by field from the line, the source and the phase state, so this stays one function. */
+static oomscan_status add_failure(classifier *c, const scan_view *v, const line_info *li, long pi, const char *text,
+                                  size_t text_len, const scan_clock *clock)
+{
+    const pdb_pattern *p = &c->db->patterns[pi];
+    size_t ms, me;
+    cJSON *mem = pattern_values(c, v, li, pi, text, text_len, &ms, &me);
+    if (!mem)
+        return OOMSCAN_ERR_NOMEM;
+    /* text may live in c->join, which the next pick could overwrite: copy the evidence now */
+    size_t ev_len = lines_sanitize(text, text_len, c->evid, EVIDENCE_CAP);
+    char match_buf[256];
+    size_t match_len = lines_sanitize(text + ms, me - ms, match_buf, sizeof match_buf);
+    if (p->cls == CLS_CUDA_OOM)
+        oom_clauses(c, v, li, text, text_len, mem);
+
+    phase_answer ans;
+    phase_decide_class(c->ps, li->key, li->line, p->phase, p->engine, (int)p->cls, &ans);
+    /* Job id stated by the message itself (slurmstepd's StepId=1234.0) beats the file name. */
+    char job[32];
+    snprintf(job, sizeof job, "%s", c->src->job_id);
+    const cJSON *jid = cJSON_GetObjectItemCaseSensitive(mem, "job_id");
+    if (cJSON_IsNumber(jid))
+        snprintf(job, sizeof job, "%.0f", jid->valuedouble);
+    else if (cJSON_IsString(jid))
+        snprintf(job, sizeof job, "%s", jid->valuestring);
+    long merge = burst_of(c, (int)p->cls, li->key, li->line, ans.phase);
+    const line_ctx *x = &li->ctx;
+    /* A later line of a burst may name the phase its first line could not (Ray prints the exception
+     * above the task's traceback and again below it): story_add then gives the finding that phase. */
+    story_event ev = {
+        .pattern = p,
+        .phase = merge >= 0 && c->st->f[merge].phase != PH_UNKNOWN ? c->st->f[merge].phase : ans.phase,
+        .phase_weak = merge >= 0 && c->st->f[merge].phase != PH_UNKNOWN ? c->st->f[merge].phase_weak : ans.weak,
+        .phase_evidence = ans.evidence,
+        .framework = ans.framework,
+        .match = match_buf,
+        .match_len = match_len,
+        .evidence = c->evid,
+        .evidence_len = ev_len,
+        .memory = mem,
+        .input = c->src->input,
+        .path = c->src->path,
+        .member = c->src->member,
+        .line = li->line,
+        .offset = v->base + li->start,
+        .time = clock->have ? &clock->last : NULL,
+        .rank = x->rank[0] ? x->rank : c->src->rank,
+        .local_rank = x->local_rank,
+        .pid = x->pid,
+        .host = x->host[0] ? x->host : (x->ip[0] ? x->ip : c->src->host),
+        .job_id = job,
+        .repeat = x->repeat,
+        .merge_into = merge,
+    };
+    long fi = story_add(c->st, &ev);
+    if (fi >= 0)
+        burst_note(c, (int)p->cls, li->key, li->line, fi);
+    return OOMSCAN_OK;
+}
+
+oomscan_status classify_line(classifier *c, const scan_view *v, size_t start, size_t end, uint64_t line,
+                             const size_t *lits, size_t n, scan_clock *clock)
+{
+    line_info li = {.start = start, .end = end, .line = line};
+    li.msg = matcher_strip(c->m, (const char *)v->buf + start, end - start, &li.msg_len, &li.ctx);
+    timefmt t;
+    if (li.ctx.time[0] && timefmt_parse(li.ctx.time, strlen(li.ctx.time), &t) == 0) {
+        clock->last = t;
+        clock->have = 1;
+    }
+    stream_key(&li.ctx, c->src, li.key, sizeof li.key);
+    size_t cands[CLASSIFY_MAX_TARGETS], nc;
+    oomscan_status st = dispatch(c, v, &li, lits, n, cands, &nc);
+    if (st || nc == 0)
+        return st;
+    const char *text;
+    size_t text_len;
+    long pi = pick_pattern(c, v, &li, cands, nc, &text, &text_len);
+    return pi < 0 ? OOMSCAN_OK : add_failure(c, v, &li, pi, text, text_len, clock);
+}

@@ -1,0 +1,62 @@
+/* classify.h - what a line the prefilter found means. A prefilter hit leads to its literal's targets:
+ * context for the phase (traceback headers, frames, progress markers, framework votes), a setting of
+ * the job (config.h), or candidate failure patterns. For those the best pattern is chosen (trying the
+ * message joined with wrapped continuation lines), its values and continuation read, its phase
+ * decided, a burst of the same failure recognised, and the event handed to the story.
+ *
+ * Ownership: a classifier belongs to one scanner (one thread). It borrows the pdb and the matcher
+ * (which must outlive it) and, between classifier_begin calls, the source, phase state and story. */
+#ifndef OOMSCAN_CLASSIFY_H
+#define OOMSCAN_CLASSIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "base/timefmt.h"
+#include "db/patterndb.h"
+#include "match/match.h"
+#include "match/phase.h"
+#include "match/source.h"
+#include "story/story.h" /* layering: each failure line becomes a story event (story_event, story_add) */
+
+#define CLASSIFY_MAX_TARGETS 64 /* literals acted on per line; past that a line adds nothing */
+
+typedef struct classifier classifier;
+
+/* The scanner's buffer: buf[0..len) starts at stream offset `base`; hits are being processed up to
+ * `region_end`, and the complete lines after a line are its lookahead. */
+typedef struct {
+    const unsigned char *buf;
+    size_t len, region_end;
+    uint64_t base;
+} scan_view;
+
+/* The last time stamp seen in the source (findings carry it). */
+typedef struct {
+    int have;
+    timefmt last;
+} scan_clock;
+
+/* NULL when out of memory. */
+classifier *classifier_new(const pdb *db, matcher *m);
+void classifier_free(classifier *c);
+
+/* A new source begins: what it feeds, and nothing remembered from the previous one. */
+void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, story *st);
+
+/* A literal whose targets are all context or settings (classify_is_cheap) found at v->buf[pos], on
+ * line `line`: they act at once, without the line being stripped or matched. */
+oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line);
+int classify_is_cheap(const pdb *db, size_t lit);
+
+/* The line v->buf[start..end), numbered `line`, holding literals lits[0..n) (indices into
+ * db->literals): its prefixes stripped (a time they state goes into *clock), context fed to the phase
+ * state, settings read, and a failure it states added to the story. */
+oomscan_status classify_line(classifier *c, const scan_view *v, size_t start, size_t end, uint64_t line,
+                             const size_t *lits, size_t n, scan_clock *clock);
+
+/* The scan moves past v->buf[0..end): a settings dump being read keeps its enclosing keys. */
+void classify_pass(classifier *c, const scan_view *v, size_t end);
+
+#endif

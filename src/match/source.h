@@ -1,0 +1,26 @@
+/* source.h - one source being scanned (a file, an archive member, a live stream): its names, the
+ * context they give (job id, rank, host), and where a resumed scan starts.
+ *
+ * Ownership: the caller's; the scanner and classifier borrow it for a run. */
+#ifndef OOMSCAN_SOURCE_H
+#define OOMSCAN_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/timefmt.h"
+
+typedef struct {
+    const char *path;   /* outer input name */
+    const char *member; /* archive member or NULL */
+    size_t input;       /* top-level input index (ordering) */
+    char job_id[32];    /* from the name (slurm-<job>.out, %A_%a) or "" */
+    char rank[16];      /* from the name (rank3.log) or "" */
+    char host[96];      /* from the name (node12/...) or "" */
+    /* Resuming part-way (stream.c, state.c); all zero for a whole source. */
+    uint64_t base_offset, base_line; /* stream offset and lines before the first byte read */
+    const timefmt *time0; /* the last stamp seen before base_offset, or NULL */
+    int eager;          /* a live stream: scan after every read instead of filling a large chunk */
+} scan_source;
+
+#endif
