@@ -17,6 +17,21 @@ for f in bin/oomscan include/oomscan.h include/oomscan_status.h share/man/man1/o
 done
 [ -n "$lib" ] && ok || bad "not installed: liboomscan.a"
 [ -n "$pc" ] && ok || bad "not installed: oomscan.pc"
+# every page cited (docs/PAGE is DOCDIR/PAGE) by the installed README, man page and pages, and every
+# checklist's remediation.doc, is installed (issue 17: tickets and the man page cited missing pages)
+d="$r/share/doc/oomscan"
+{ cat "$r/share/man/man1/oomscan.1" "$d"/*.md "$d"/remediation/*.md | sed 's/\\-/-/g' |
+    grep -oE '(^|[^:/A-Za-z0-9_.-])docs/[a-z0-9_./-]*[a-z0-9_/]' | sed 's|^[^d]||' | grep -vx 'docs/oomscan.1'
+  "$r/bin/oomscan" --explain list | sed 's|.*|docs/remediation/&.md|'
+} | sort -u > "$t/cited" # docs/oomscan.1 is the man page, checked above
+[ "$(grep -c remediation/ "$t/cited")" -ge 10 ] && ok || bad "few remediation pages cited: $(wc -l < "$t/cited")"
+while IFS= read -r c; do
+  [ -e "$d/${c#docs/}" ] && ok || bad "cited but not installed: $c"
+done < "$t/cited"
+sed 's/\\-/-/g' "$r/share/man/man1/oomscan.1" | grep -o '/usr/share/doc/oomscan/[a-z0-9_./-]*' | sort -u > "$t/man_paths"
+while IFS= read -r c; do
+  [ -e "$t/root$c" ] && ok || bad "the man page names $c, not installed"
+done < "$t/man_paths"
 [ -x "$r/bin/oomscan" ] && [ -x "$r/share/doc/oomscan/examples/slurm-epilog.sh" ] && ok || bad "installed scripts not executable"
 version=$("$r/bin/oomscan" --version | cut -d' ' -f2)
 [ -n "$version" ] && ok || bad "the installed oomscan does not run"
