@@ -1,4 +1,4 @@
-/* emit.h - the writers: the oomscan/1 JSON document and finding objects (shared/spec/output.md), the
+/* emit.h - the writers: the oomscan/1 JSON document and finding objects (docs/output.md), the
  * text report a person reads, and the ticketing feed (docs/ticketing.md). Each takes a result
  * (result/result.h) read-only and only formats it: nothing is worked out here, no advice is asked.
  *

@@ -1,4 +1,4 @@
-/* emit_json.c - the oomscan/1 JSON document (shared/spec/output.md) and its finding objects, from a
+/* emit_json.c - the oomscan/1 JSON document (docs/output.md) and its finding objects, from a
  * result. Writers only read. */
 #include <stdio.h>
 #include <stdlib.h>
