@@ -8,6 +8,7 @@
 
 #include "oomscan.h"
 #include "db/patterndb.h"
+#include "match/match.h"
 #include "testdb.h"
 #include "check_main.h"
 
@@ -168,6 +169,40 @@ START_TEST(test_patterndb_xid_catalog_loads_checks_and_replaces)
 }
 END_TEST
 
+/* Start-up compiles every regex but JIT-compiles none: a pattern is JIT-compiled on its first
+ * candidate line, and only that one. */
+START_TEST(test_patterndb_jit_waits_for_first_use)
+{
+    pdb *db = testdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    size_t oom = db->n_patterns;
+    for (size_t i = 0; i < db->n_patterns; i++) {
+        ck_assert_ptr_nonnull(db->patterns[i].re.code);
+        ck_assert_msg(!atomic_load(&db->patterns[i].re.jitted), "%s JIT-compiled at start-up", db->patterns[i].id);
+        if (strcmp(db->patterns[i].id, "cuda_oom.test") == 0)
+            oom = i;
+    }
+    ck_assert_uint_lt(oom, db->n_patterns);
+    matcher *m = matcher_new(db);
+    ck_assert_ptr_nonnull(m);
+    static const char line[] = "CUDA out of memory. Tried to allocate 2.00 GiB";
+    ck_assert_int_gt(matcher_try(m, oom, line, sizeof line - 1), 0);
+    for (size_t i = 0; i < db->n_patterns; i++)
+        ck_assert_msg(atomic_load(&db->patterns[i].re.jitted) == (i == oom), "%s", db->patterns[i].id);
+    uint32_t jit = 0;
+    if (pcre2_config(PCRE2_CONFIG_JIT, &jit) >= 0 && jit) {
+        size_t size = 0;
+        pcre2_pattern_info(db->patterns[oom].re.code, PCRE2_INFO_JITSIZE, &size);
+        ck_assert_uint_gt(size, 0);
+    }
+    /* and it matches as before: a second line uses the JIT code */
+    ck_assert_int_gt(matcher_try(m, oom, line, sizeof line - 1), 0);
+    matcher_free(m);
+    pdb_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("patterndb");
@@ -178,6 +213,7 @@ int main(void)
     tcase_add_test(tc, test_patterndb_check_fails_pattern_without_samples);
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
     tcase_add_test(tc, test_patterndb_xid_catalog_loads_checks_and_replaces);
+    tcase_add_test(tc, test_patterndb_jit_waits_for_first_use);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

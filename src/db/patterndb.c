@@ -24,6 +24,10 @@
 pdb *pdb_new(void)
 {
     pdb *db = calloc(1, sizeof(pdb));
+    if (db && pthread_mutex_init(&db->jit_mu, NULL) != 0) {
+        free(db);
+        return NULL;
+    }
     for (size_t c = 0; db && c < sizeof db->class_phase / sizeof db->class_phase[0]; c++)
         db->class_phase[c] = -1;
     return db;
@@ -41,7 +45,7 @@ static void free_pattern(pdb_pattern *p)
     for (size_t i = 0; i < p->n_lists; i++) {
         free(p->lists[i].key);
         free(p->lists[i].src);
-        pcre2_code_free(p->lists[i].re);
+        pcre2_code_free(p->lists[i].re.code);
     }
     free(p->lists);
     for (size_t i = 0; i < p->n_units; i++) {
@@ -51,11 +55,11 @@ static void free_pattern(pdb_pattern *p)
     free(p->units);
     for (size_t i = 0; i < p->n_conts; i++) {
         free(p->conts[i].src);
-        pcre2_code_free(p->conts[i].re);
+        pcre2_code_free(p->conts[i].re.code);
     }
     free(p->conts);
     cJSON_Delete(p->samples);
-    pcre2_code_free(p->re);
+    pcre2_code_free(p->re.code);
     memset(p, 0, sizeof *p);
 }
 
@@ -65,7 +69,7 @@ static void free_prefix(pdb_prefix *p)
     free(p->file);
     free(p->regex_src);
     cJSON_Delete(p->samples);
-    pcre2_code_free(p->re);
+    pcre2_code_free(p->re.code);
     memset(p, 0, sizeof *p);
 }
 
@@ -133,6 +137,7 @@ void pdb_free(pdb *db)
     cJSON_Delete(db->steps);
     cJSON_Delete(db->conclusions);
     free_literals(db);
+    pthread_mutex_destroy(&db->jit_mu);
     free(db);
 }
 
@@ -863,12 +868,14 @@ oomscan_status pdb_load_dir(pdb *db, const char *dir, oomscan_diag *diag)
 
 /* ---- compiling ---------------------------------------------------------------------------- */
 
-static oomscan_status compile_one(const char *src, pcre2_code **out, const char *file, const char *id,
+static oomscan_status compile_one(const char *src, pdb_regex *re, const char *file, const char *id,
                                   uint32_t extra, oomscan_diag *diag)
 {
     int err;
     PCRE2_SIZE off;
-    pcre2_code_free(*out);
+    pcre2_code_free(re->code);
+    atomic_store(&re->jitted, 0);
+    pcre2_code **out = &re->code;
     *out = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
                          PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DUPNAMES | extra, &err, &off, NULL);
     if (!*out) {
@@ -877,9 +884,25 @@ static oomscan_status compile_one(const char *src, pcre2_code **out, const char 
         return diag_set(diag, OOMSCAN_ERR_PATTERN, file, "%s: regex error at offset %zu: %s", id, (size_t)off,
                         (const char *)msg);
     }
-    /* JIT is an optimisation: a platform without it still matches, only slower. */
-    (void)pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
     return OOMSCAN_OK;
+}
+
+const pcre2_code *pdb_regex_code(const pdb *db, const pdb_regex *r)
+{
+    if (!r->code || atomic_load_explicit(&r->jitted, memory_order_acquire))
+        return r->code;
+    /* Another thread may be matching with other patterns meanwhile, never with this one: it waits
+     * here until `jitted` says the code is complete. The mutex is bookkeeping, the pdb stays shared. */
+    pdb *mdb = (pdb *)db;
+    pdb_regex *mr = (pdb_regex *)r;
+    pthread_mutex_lock(&mdb->jit_mu);
+    if (!atomic_load_explicit(&mr->jitted, memory_order_relaxed)) {
+        /* JIT is an optimisation: a platform without it still matches, only slower. */
+        (void)pcre2_jit_compile(mr->code, PCRE2_JIT_COMPLETE);
+        atomic_store_explicit(&mr->jitted, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&mdb->jit_mu);
+    return r->code;
 }
 
 static oomscan_status add_literal(pdb *db, const char *text, pdb_lit_kind kind, size_t index, oomscan_diag *diag)
@@ -972,7 +995,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         if ((st = compile_one(p->regex_src, &p->re, p->file, p->id, 0, diag)))
             return st;
         uint32_t caps = 0;
-        pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &caps);
+        pcre2_pattern_info(p->re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
         if (caps + 1 > db->max_captures)
             db->max_captures = caps + 1;
         for (size_t k = 0; k < p->n_lists; k++) {
@@ -980,7 +1003,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
             snprintf(where, sizeof where, "%s lists.%s", p->id, p->lists[k].key);
             if ((st = compile_one(p->lists[k].src, &p->lists[k].re, p->file, where, 0, diag)))
                 return st;
-            pcre2_pattern_info(p->lists[k].re, PCRE2_INFO_CAPTURECOUNT, &caps);
+            pcre2_pattern_info(p->lists[k].re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
             if (caps + 1 > db->max_captures)
                 db->max_captures = caps + 1;
         }
@@ -989,7 +1012,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
             snprintf(where, sizeof where, "%s continuation.regex[%zu]", p->id, k);
             if ((st = compile_one(p->conts[k].src, &p->conts[k].re, p->file, where, 0, diag)))
                 return st;
-            pcre2_pattern_info(p->conts[k].re, PCRE2_INFO_CAPTURECOUNT, &caps);
+            pcre2_pattern_info(p->conts[k].re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
             if (caps + 1 > db->max_captures)
                 db->max_captures = caps + 1;
         }
@@ -999,7 +1022,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         if ((st = compile_one(p->regex_src, &p->re, p->file, p->id, p->at_end ? 0 : PCRE2_ANCHORED, diag)))
             return st;
         uint32_t caps = 0;
-        pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &caps);
+        pcre2_pattern_info(p->re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
         if (caps + 1 > db->max_captures)
             db->max_captures = caps + 1;
     }

@@ -9,6 +9,8 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -17,10 +19,17 @@
 #include "base/status.h"
 #include "base/taxonomy.h"
 
+/* A compiled regex. pdb_compile() compiles it; JIT compiling waits for its first use (pdb_regex_code),
+ * as most patterns never see a candidate line and JIT work was a third of start-up. */
+typedef struct {
+    pcre2_code *code;
+    atomic_int jitted; /* 1 once pcre2_jit_compile ran on `code` */
+} pdb_regex;
+
 typedef struct {
     char *key;    /* output key, e.g. "other_processes" */
     char *src;    /* regex source */
-    pcre2_code *re;
+    pdb_regex re;
 } pdb_list;
 
 typedef struct {
@@ -48,14 +57,14 @@ typedef struct {
     size_t n_conts;
     int cont_lines;
     cJSON *samples; /* the "samples" object, kept for --check-patterns */
-    pcre2_code *re;
+    pdb_regex re;
 } pdb_pattern;
 
 typedef struct {
     char *id, *file, *regex_src;
     int at_end; /* matched at the end of the line (Ray's "[repeated 3x across cluster]") */
     cJSON *samples;
-    pcre2_code *re;
+    pdb_regex re;
 } pdb_prefix;
 
 typedef enum { FRAME_FUNC, FRAME_CODE, FRAME_PATH } pdb_frame_kind;
@@ -148,6 +157,7 @@ typedef struct pdb {
     prefilter *pf;
     uint32_t max_captures;
     int compiled;
+    pthread_mutex_t jit_mu; /* serialises lazy JIT compiles (pdb_regex_code) between threads */
 } pdb;
 
 /* Most lines a pattern's "continuation" may look ahead (the scanner keeps this many in its buffer). */
@@ -171,8 +181,12 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
 /* Load every *.json below `dir`, recursively, in sorted order. */
 oomscan_status pdb_load_dir(pdb *db, const char *dir, oomscan_diag *diag);
 
-/* Compile regexes (with JIT) and build the literal prefilter. Idempotent. */
+/* Compile regexes and build the literal prefilter. Idempotent. */
 oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
+
+/* `r`'s code, JIT-compiled first if this is its first use (thread-safe; a platform without JIT
+ * keeps the interpreter). NULL when `r` was not compiled. */
+const pcre2_code *pdb_regex_code(const pdb *db, const pdb_regex *r);
 
 /* The checklist for (class, phase): the specific one, else the class's fallback ("phase": "*"),
  * else NULL. */

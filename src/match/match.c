@@ -99,8 +99,9 @@ static size_t utf8_fix(const unsigned char *in, size_t n, char *out)
     return bad;
 }
 
-static int run(matcher *m, const pcre2_code *re, const char *text, size_t len, size_t start)
+static int run(matcher *m, const pdb_regex *r, const char *text, size_t len, size_t start)
 {
+    const pcre2_code *re = pdb_regex_code(m->db, r);
     m->subj = text;
     int rc = pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
     if (rc != PCRE2_ERROR_NOMATCH || len == 0)
@@ -174,7 +175,7 @@ int matcher_try(matcher *m, size_t idx, const char *text, size_t len)
     const pdb_pattern *p = &m->db->patterns[idx];
     if (m->skip[idx])
         return 0;
-    int rc = run(m, p->re, text, len, 0);
+    int rc = run(m, &p->re, text, len, 0);
     if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
         /* Each such line cost the whole match limit (milliseconds): a pattern like (a+)+$ on a log of
          * such lines would take hours. Past the input's budget the pattern that spent it is skipped. */
@@ -191,7 +192,7 @@ int matcher_try(matcher *m, size_t idx, const char *text, size_t len)
     if (rc < 0)
         return 0;
     int n = 0;
-    for_each_name(m, p->re, text, count_fn, &n);
+    for_each_name(m, p->re.code, text, count_fn, &n);
     return n + 1;
 }
 
@@ -222,10 +223,10 @@ int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *
 {
     m->fixed_of = NULL;
     const pdb_pattern *p = &m->db->patterns[idx];
-    if (run(m, p->re, text, len, 0) < 0)
+    if (run(m, &p->re, text, len, 0) < 0)
         return 0;
     put_ud u = {p, obj};
-    if (for_each_name(m, p->re, text, put_fn, &u))
+    if (for_each_name(m, p->re.code, text, put_fn, &u))
         return -1;
     /* An Xid code alone says little to most readers: add what NVIDIA's catalog says it means and
      * whether it usually points at the hardware or at the program (patterns/context/xid.json). */
@@ -240,7 +241,7 @@ int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *
             return -1;
         size_t at = 0;
         /* Bounded: a hostile line cannot make the list unbounded. */
-        for (int guard = 0; guard < 256 && at <= len && run(m, p->lists[k].re, text, len, at) >= 0; guard++) {
+        for (int guard = 0; guard < 256 && at <= len && run(m, &p->lists[k].re, text, len, at) >= 0; guard++) {
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
             cJSON *item = cJSON_CreateObject();
             if (!item) {
@@ -248,7 +249,7 @@ int matcher_values(matcher *m, size_t idx, const char *text, size_t len, cJSON *
                 return -1;
             }
             put_ud iu = {p, item};
-            for_each_name(m, p->lists[k].re, text, put_fn, &iu);
+            for_each_name(m, p->lists[k].re.code, text, put_fn, &iu);
             cJSON_AddItemToArray(arr, item);
             at = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
         }
@@ -289,9 +290,9 @@ int matcher_continuation(matcher *m, size_t idx, const char *line, size_t len, c
     const char *msg = matcher_strip(m, line, len, &ml, &ctx); /* (clears the cache) */
     cont_ud u = {p, obj, 0};
     for (size_t k = 0; k < p->n_conts; k++) {
-        if (!p->conts[k].re || run(m, p->conts[k].re, msg, ml, 0) < 0)
+        if (!p->conts[k].re.code || run(m, &p->conts[k].re, msg, ml, 0) < 0)
             continue;
-        if (for_each_name(m, p->conts[k].re, msg, cont_fn, &u))
+        if (for_each_name(m, p->conts[k].re.code, msg, cont_fn, &u))
             return -1;
     }
     return u.added;
@@ -344,7 +345,7 @@ static int may_start(matcher *m, size_t i, unsigned char c)
     unsigned char *known = &m->first[i * 256 + c];
     if (!*known) {
         char one = (char)c;
-        int rc = pcre2_match(m->db->prefixes[i].re, (PCRE2_SPTR)&one, 1, 0, PCRE2_PARTIAL_HARD, m->md, m->mctx);
+        int rc = pcre2_match(m->db->prefixes[i].re.code, (PCRE2_SPTR)&one, 1, 0, PCRE2_PARTIAL_HARD, m->md, m->mctx);
         *known = rc == PCRE2_ERROR_NOMATCH ? 2 : 1;
     }
     return *known == 1;
@@ -361,15 +362,15 @@ const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_
         int stripped = 0;
         for (size_t i = 0; i < db->n_prefixes; i++) {
             const pdb_prefix *p = &db->prefixes[i];
-            if (p->at_end || !p->re || !may_start(m, i, (unsigned char)line[pos]))
+            if (p->at_end || !p->re.code || !may_start(m, i, (unsigned char)line[pos]))
                 continue;
             /* the rest of the line is the subject, so a rule may anchor with ^ or \G alike */
-            if (run(m, p->re, line + pos, len - pos, 0) < 0)
+            if (run(m, &p->re, line + pos, len - pos, 0) < 0)
                 continue;
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
             if (ov[1] == 0)
                 continue;
-            for_each_name(m, p->re, line + pos, ctx_fn, &u);
+            for_each_name(m, p->re.code, line + pos, ctx_fn, &u);
             pos += ov[1];
             stripped = 1;
             break;
@@ -380,11 +381,11 @@ const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_
     size_t end = len;
     for (size_t i = 0; i < db->n_prefixes; i++) {
         const pdb_prefix *p = &db->prefixes[i];
-        if (!p->at_end || !p->re)
+        if (!p->at_end || !p->re.code)
             continue;
-        if (run(m, p->re, line, end, pos) >= 0) {
+        if (run(m, &p->re, line, end, pos) >= 0) {
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
-            for_each_name(m, p->re, line, ctx_fn, &u);
+            for_each_name(m, p->re.code, line, ctx_fn, &u);
             end = ov[0];
         }
     }
