@@ -8,7 +8,9 @@
 
 #include "oomscan.h"
 #include "db/patterndb.h"
+#include "db/embedded.h"
 #include "match/match.h"
+#include "match/prefilter.h"
 #include "testdb.h"
 #include "check_main.h"
 
@@ -203,6 +205,69 @@ START_TEST(test_patterndb_jit_waits_for_first_use)
 }
 END_TEST
 
+typedef struct {
+    size_t n;
+    uint64_t sum; /* order-sensitive digest of (literal, position) */
+} pf_digest;
+
+static size_t digest_hit(void *ud, size_t lit, size_t pos)
+{
+    pf_digest *d = ud;
+    d->n++;
+    d->sum = (d->sum ^ (lit * 1000003u + pos)) * 0x100000001b3ull;
+    return pos + 1;
+}
+
+/* The build-time serialized prefilter is the one the embedded database loads, and it finds what a
+ * prefilter compiled here from the same literals finds; a user's extra pattern changes the set, and
+ * then the set is compiled (same hits as ever, just the old start-up). */
+START_TEST(test_patterndb_embedded_prefilter_is_loaded_and_agrees)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    ck_assert_uint_gt(embedded_prefilter_len, 0);
+    ck_assert_msg(prefilter_from_blob(db->pf), "the embedded serialized prefilter was not used");
+#else
+    ck_assert_uint_eq(embedded_prefilter_len, 0);
+#endif
+    /* every literal once, each followed by a newline: every literal must be found */
+    const char **texts = malloc(db->n_literals * sizeof *texts);
+    size_t cap = 1, used = 0;
+    for (size_t i = 0; i < db->n_literals; i++)
+        cap += strlen(db->literals[i].text) + 1;
+    char *buf = malloc(cap);
+    ck_assert(texts && buf);
+    for (size_t i = 0; i < db->n_literals; i++) {
+        texts[i] = db->literals[i].text;
+        size_t l = strlen(texts[i]);
+        memcpy(buf + used, texts[i], l);
+        used += l;
+        buf[used++] = '\n';
+    }
+    prefilter *compiled = prefilter_new(texts, db->n_literals);
+    ck_assert_ptr_nonnull(compiled);
+    ck_assert(!prefilter_from_blob(compiled));
+    pf_digest a = {0}, b = {0};
+    prefilter_scan(db->pf, (const unsigned char *)buf, 0, used, used, digest_hit, &a);
+    prefilter_scan(compiled, (const unsigned char *)buf, 0, used, used, digest_hit, &b);
+    ck_assert_uint_ge(a.n, db->n_literals);
+    ck_assert_uint_eq(a.n, b.n);
+    ck_assert_uint_eq(a.sum, b.sum);
+    prefilter_free(compiled);
+    free(buf);
+    free(texts);
+    static const char user[] = "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"child_failed.user\","
+                               "\"class\":\"child_failed\",\"literals\":[\"my worker vanished\"],\"regex\":\"my worker vanished\"}]}";
+    ck_assert_int_eq(pdb_load_text(db, "user.json", user, sizeof user - 1, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    ck_assert(!prefilter_from_blob(db->pf));
+    pdb_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("patterndb");
@@ -214,6 +279,7 @@ int main(void)
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
     tcase_add_test(tc, test_patterndb_xid_catalog_loads_checks_and_replaces);
     tcase_add_test(tc, test_patterndb_jit_waits_for_first_use);
+    tcase_add_test(tc, test_patterndb_embedded_prefilter_is_loaded_and_agrees);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -1,5 +1,6 @@
 /* check_prefilter.c - the multi-literal search finds every occurrence, and nothing else. */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,21 @@ static size_t naive_all(const char *const *lits, size_t nl, const char *text, si
     return k;
 }
 
+/* `pf` gives exactly the hits in `want`. */
+static void check_hits(const prefilter *pf, const big_hits *want, const char *text, size_t from, size_t end, size_t avail,
+                       const char *what)
+{
+    big_hits got;
+    big_init(&got, want->cap);
+    prefilter_scan(pf, (const unsigned char *)text, from, end, avail, collect_big, &got);
+    ck_assert_msg(got.n == want->n, "%s (%s): %zu hits, want %zu", what, prefilter_engine_name(pf), got.n, want->n);
+    for (size_t i = 0; i < want->n; i++)
+        ck_assert_msg(got.pos[i] == want->pos[i] && got.lit[i] == want->lit[i],
+                      "%s (%s): hit %zu is literal %zu at %zu, want literal %zu at %zu", what,
+                      prefilter_engine_name(pf), i, got.lit[i], got.pos[i], want->lit[i], want->pos[i]);
+    big_free(&got);
+}
+
 /* Scan with both engines (the portable one always; Vectorscan when built in) and compare each with
  * the naive reference, hit by hit. */
 static void check_engines(const char *const *lits, size_t nl, const char *text, size_t from, size_t end, size_t avail,
@@ -170,15 +186,7 @@ static void check_engines(const char *const *lits, size_t nl, const char *text, 
     for (int e = 0; e < 2; e++) {
         prefilter *pf = prefilter_new_engine(lits, nl, e ? PREFILTER_AUTO : PREFILTER_PORTABLE);
         ck_assert_ptr_nonnull(pf);
-        big_hits got;
-        big_init(&got, cap);
-        prefilter_scan(pf, (const unsigned char *)text, from, end, avail, collect_big, &got);
-        ck_assert_msg(got.n == want.n, "%s (%s): %zu hits, want %zu", what, prefilter_engine_name(pf), got.n, want.n);
-        for (size_t i = 0; i < want.n; i++)
-            ck_assert_msg(got.pos[i] == want.pos[i] && got.lit[i] == want.lit[i],
-                          "%s (%s): hit %zu is literal %zu at %zu, want literal %zu at %zu", what,
-                          prefilter_engine_name(pf), i, got.lit[i], got.pos[i], want.lit[i], want.pos[i]);
-        big_free(&got);
+        check_hits(pf, &want, text, from, end, avail, what);
         prefilter_free(pf);
     }
     big_free(&want);
@@ -308,6 +316,129 @@ START_TEST(test_prefilter_engine_in_use)
 }
 END_TEST
 
+/* ---- the serialized database (built at build time, loaded at start) ------------------------- */
+
+static const char *const SER_LITS[] = {"CUDA out of memory", "out of memory", "Killed", "NCCL error", "File \"",
+                                       "Traceback (most recent call last)"};
+#define SER_N (sizeof SER_LITS / sizeof *SER_LITS)
+static const char SER_TEXT[] = "Traceback (most recent call last):\n  File \"a.py\", line 1\n"
+                               "torch.OutOfMemoryError: CUDA out of memory. Tried\nKilled\nNCCL errorKilled\n";
+
+/* What the compiled set finds in SER_TEXT (the reference every loaded prefilter must give). */
+static void ser_want(big_hits *want)
+{
+    big_init(want, 256);
+    want->n = naive_all(SER_LITS, SER_N, SER_TEXT, 0, sizeof SER_TEXT - 1, sizeof SER_TEXT - 1, want->lit, want->pos,
+                        want->cap);
+    ck_assert_uint_gt(want->n, 5);
+}
+
+static uint64_t ser_fnv(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+START_TEST(test_prefilter_serialized_gives_same_hits)
+{
+    prefilter *pf = prefilter_new(SER_LITS, SER_N);
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    int rc = prefilter_serialize(pf, &blob, &len);
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_gt(len, 32);
+    ck_assert_int_eq(prefilter_from_blob(pf), 0);
+    prefilter *loaded = prefilter_new_serialized(SER_LITS, SER_N, blob, len);
+    ck_assert_ptr_nonnull(loaded);
+    ck_assert_int_eq(prefilter_from_blob(loaded), 1);
+    ck_assert_str_eq(prefilter_engine_name(loaded), "vectorscan");
+    big_hits want;
+    ser_want(&want);
+    check_hits(pf, &want, SER_TEXT, 0, sizeof SER_TEXT - 1, sizeof SER_TEXT - 1, "compiled");
+    check_hits(loaded, &want, SER_TEXT, 0, sizeof SER_TEXT - 1, sizeof SER_TEXT - 1, "deserialized");
+    /* a region and a skip behave as well: the reorder buffer sits above either database */
+    check_engines(SER_LITS, SER_N, SER_TEXT, 3, 60, sizeof SER_TEXT - 1, "region");
+    big_free(&want);
+    prefilter_free(loaded);
+#else
+    ck_assert_int_eq(rc, -1); /* nothing to serialize: the portable engine builds in microseconds */
+    ck_assert_ptr_null(blob);
+#endif
+    free(blob);
+    prefilter_free(pf);
+}
+END_TEST
+
+/* A blob that is cut, damaged, made for another literal set, or refused by Vectorscan (another
+ * version or CPU) is not used: the set is compiled, and the hits are the same. */
+START_TEST(test_prefilter_bad_blob_falls_back_to_compiling)
+{
+    prefilter *pf = prefilter_new(SER_LITS, SER_N);
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    if (prefilter_serialize(pf, &blob, &len) != 0) { /* no Vectorscan: garbage must still be harmless */
+        static const unsigned char junk[64] = {1, 2, 3};
+        prefilter *p2 = prefilter_new_serialized(SER_LITS, SER_N, junk, sizeof junk);
+        ck_assert_ptr_nonnull(p2);
+        ck_assert_str_eq(prefilter_engine_name(p2), "portable");
+        prefilter_free(p2);
+        prefilter_free(pf);
+        return;
+    }
+    big_hits want;
+    ser_want(&want);
+    unsigned char *bad = malloc(len);
+    ck_assert_ptr_nonnull(bad);
+    for (int k = 0; k < 7; k++) {
+        memcpy(bad, blob, len);
+        size_t blen = len;
+        const char *const *lits = SER_LITS;
+        const char *what = "";
+        switch (k) {
+        case 0: what = "truncated"; blen = len - 1; break;
+        case 1: what = "payload byte flipped"; bad[len / 2] ^= 0x40; break;
+        case 2: what = "magic"; bad[0] ^= 1; break;
+        case 3: what = "header only"; blen = 32; break;
+        case 4: { /* Vectorscan's own header says another version; our checksum made to fit, so only
+                   * Vectorscan can refuse it (its header: magic, then the version, 32 bits each) */
+            what = "foreign version";
+            bad[32 + 4] ^= 0x7f;
+            uint64_t h = ser_fnv(bad + 32, len - 32);
+            for (int b = 0; b < 8; b++)
+                bad[16 + b] = (unsigned char)(h >> (8 * b));
+            break;
+        }
+        case 5: what = "NULL"; blen = 0; break;
+        case 6: { /* the same blob offered for another literal set (a user's patterns folder) */
+            static const char *const other[] = {"CUDA out of memory", "out of memory", "Killed", "NCCL error",
+                                                "File \"", "Traceback (most recent call last)!"};
+            what = "another set";
+            lits = other;
+            break;
+        }
+        }
+        prefilter *p2 = prefilter_new_serialized(lits, SER_N, k == 5 ? NULL : bad, blen);
+        ck_assert_msg(p2 != NULL, "%s", what);
+        ck_assert_msg(!prefilter_from_blob(p2), "%s: the blob was used", what);
+        ck_assert_msg(strcmp(prefilter_engine_name(p2), "vectorscan") == 0, "%s: not compiled", what);
+        if (lits == SER_LITS)
+            check_hits(p2, &want, SER_TEXT, 0, sizeof SER_TEXT - 1, sizeof SER_TEXT - 1, what);
+        prefilter_free(p2);
+    }
+    /* and the intact blob, for contrast, is used */
+    prefilter *p3 = prefilter_new_serialized(SER_LITS, SER_N, blob, len);
+    ck_assert(prefilter_from_blob(p3));
+    prefilter_free(p3);
+    free(bad);
+    big_free(&want);
+    free(blob);
+    prefilter_free(pf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("prefilter");
@@ -322,6 +453,8 @@ int main(void)
     tcase_add_test(tc, test_prefilter_skip_and_stop);
     tcase_add_test(tc, test_prefilter_many_hits_in_a_large_buffer);
     tcase_add_test(tc, test_prefilter_engine_in_use);
+    tcase_add_test(tc, test_prefilter_serialized_gives_same_hits);
+    tcase_add_test(tc, test_prefilter_bad_blob_falls_back_to_compiling);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

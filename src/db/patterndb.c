@@ -1047,7 +1047,8 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     for (size_t i = 0; i < db->n_literals; i++)
         texts[i] = db->literals[i].text;
-    db->pf = prefilter_new(texts, db->n_literals);
+    /* the embedded database's set was compiled at build time; any other set is compiled here */
+    db->pf = prefilter_new_serialized(texts, db->n_literals, embedded_prefilter, embedded_prefilter_len);
     free(texts);
     if (!db->pf)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory building the prefilter");

@@ -29,6 +29,7 @@ struct prefilter {
     int32_t *next;            /* chain of literals sharing a block, in increasing index */
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     hs_database_t *hs; /* NULL: the portable engine runs */
+    int from_blob;     /* hs came from prefilter_new_serialized's blob */
     hs_scratch_t *proto;
     pthread_mutex_t mu;
     hs_scratch_t *pool[SCRATCH_POOL];
@@ -64,12 +65,82 @@ void prefilter_free(prefilter *pf)
 }
 
 #ifdef OOMSCAN_HAVE_VECTORSCAN
-/* Compile the set for Vectorscan. On any refusal the portable engine runs instead: same hits. */
-static void hs_build(prefilter *pf)
+/* The serialized form: a header of four little-endian 64-bit words (magic, the literal set's
+ * fingerprint, the payload's checksum and length), then hs_serialize_database's bytes. Vectorscan
+ * checks its own version and the CPU; the header makes sure the blob is whole and was made for this
+ * very literal set (a user's patterns folder changes the set). */
+#define BLOB_MAGIC 0x3130734873656f6full /* "oomsHs01" read little-endian */
+#define BLOB_HEADER 32
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t fingerprint(const prefilter *pf)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    unsigned char w[8];
+    for (size_t i = 0; i < pf->n; i++) {
+        for (int k = 0; k < 8; k++)
+            w[k] = (unsigned char)((uint64_t)pf->lens[i] >> (8 * k));
+        h = fnv1a(fnv1a(h, w, 8), pf->lits[i], pf->lens[i]);
+    }
+    return h;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int k = 0; k < 8; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = (v << 8) | p[k];
+    return v;
+}
+
+/* The database in `blob`, or NULL when it is not one for this set, this Vectorscan or this CPU. */
+static hs_database_t *hs_from_blob(const prefilter *pf, const unsigned char *blob, size_t len)
+{
+    if (!blob || len <= BLOB_HEADER || get64(blob) != BLOB_MAGIC || get64(blob + 8) != fingerprint(pf) ||
+        get64(blob + 24) != len - BLOB_HEADER ||
+        get64(blob + 16) != fnv1a(0xcbf29ce484222325ull, blob + BLOB_HEADER, len - BLOB_HEADER))
+        return NULL;
+    const char *bytes = (const char *)blob + BLOB_HEADER;
+    char *info = NULL;
+    if (hs_valid_platform() != HS_SUCCESS || hs_serialized_database_info(bytes, len - BLOB_HEADER, &info) != HS_SUCCESS)
+        return NULL;
+    free(info); /* Vectorscan's misc allocator: malloc unless a caller set another */
+    hs_database_t *db = NULL;
+    if (hs_deserialize_database(bytes, len - BLOB_HEADER, &db) != HS_SUCCESS)
+        return NULL; /* HS_DB_VERSION_ERROR, HS_DB_PLATFORM_ERROR, HS_INVALID: compile instead */
+    return db;
+}
+
+/* Build the set's Vectorscan database, from `blob` when it fits, else compiled. On any refusal the
+ * portable engine runs instead: same hits. */
+static void hs_build(prefilter *pf, const void *blob, size_t blob_len)
+{
+    if (pthread_mutex_init(&pf->mu, NULL) != 0)
+        return;
+    if ((pf->hs = hs_from_blob(pf, blob, blob_len))) {
+        if (hs_alloc_scratch(pf->hs, &pf->proto) == HS_SUCCESS) {
+            pf->from_blob = 1;
+            return;
+        }
+        hs_free_database(pf->hs);
+        pf->hs = NULL;
+    }
     unsigned *ids = malloc(pf->n * sizeof *ids);
     unsigned *flags = calloc(pf->n, sizeof *flags);
-    if (ids && flags && pthread_mutex_init(&pf->mu, NULL) == 0) {
+    if (ids && flags) {
         for (size_t i = 0; i < pf->n; i++)
             ids[i] = (unsigned)i;
         hs_compile_error_t *err = NULL;
@@ -81,9 +152,9 @@ static void hs_build(prefilter *pf)
             hs_free_database(pf->hs);
             pf->hs = NULL;
         }
-        if (!pf->hs)
-            pthread_mutex_destroy(&pf->mu);
     }
+    if (!pf->hs)
+        pthread_mutex_destroy(&pf->mu);
     free(ids);
     free(flags);
 #if defined(__GLIBC__)
@@ -94,12 +165,63 @@ static void hs_build(prefilter *pf)
 }
 #endif
 
+static prefilter *build(const char *const *lits, size_t n, prefilter_engine engine, const void *blob, size_t blob_len);
+
 prefilter *prefilter_new(const char *const *lits, size_t n)
 {
-    return prefilter_new_engine(lits, n, PREFILTER_AUTO);
+    return build(lits, n, PREFILTER_AUTO, NULL, 0);
 }
 
 prefilter *prefilter_new_engine(const char *const *lits, size_t n, prefilter_engine engine)
+{
+    return build(lits, n, engine, NULL, 0);
+}
+
+prefilter *prefilter_new_serialized(const char *const *lits, size_t n, const void *blob, size_t blob_len)
+{
+    return build(lits, n, PREFILTER_AUTO, blob, blob_len);
+}
+
+int prefilter_serialize(const prefilter *pf, unsigned char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    char *bytes = NULL;
+    size_t n = 0;
+    if (!pf || !pf->hs || hs_serialize_database(pf->hs, &bytes, &n) != HS_SUCCESS)
+        return -1;
+    unsigned char *b = malloc(BLOB_HEADER + n);
+    if (b) {
+        put64(b, BLOB_MAGIC);
+        put64(b + 8, fingerprint(pf));
+        put64(b + 16, fnv1a(0xcbf29ce484222325ull, bytes, n));
+        put64(b + 24, n);
+        memcpy(b + BLOB_HEADER, bytes, n);
+    }
+    free(bytes); /* Vectorscan's misc allocator: malloc */
+    if (!b)
+        return -1;
+    *out = b;
+    *len = BLOB_HEADER + n;
+    return 0;
+#else
+    (void)pf;
+    return -1;
+#endif
+}
+
+int prefilter_from_blob(const prefilter *pf)
+{
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    return pf && pf->hs && pf->from_blob;
+#else
+    (void)pf;
+    return 0;
+#endif
+}
+
+static prefilter *build(const char *const *lits, size_t n, prefilter_engine engine, const void *blob, size_t blob_len)
 {
     prefilter *pf = calloc(1, sizeof *pf);
     if (!pf)
@@ -144,9 +266,11 @@ prefilter *prefilter_new_engine(const char *const *lits, size_t n, prefilter_eng
     }
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     if (engine == PREFILTER_AUTO && n > 0)
-        hs_build(pf);
+        hs_build(pf, blob, blob_len);
 #else
     (void)engine;
+    (void)blob;
+    (void)blob_len;
 #endif
     return pf;
 fail:

@@ -33,8 +33,21 @@ prefilter *prefilter_new(const char *const *lits, size_t n);
 prefilter *prefilter_new_engine(const char *const *lits, size_t n, prefilter_engine engine);
 void prefilter_free(prefilter *pf);
 
+/* As prefilter_new, but first tries `blob` (prefilter_serialize's bytes, e.g. made at build time and
+ * embedded): it is used only when it was made for exactly these literals, is intact, and this
+ * Vectorscan's version and this CPU accept it; otherwise the set is compiled here, with the same
+ * hits. Compiling the default set was a third of start-up; loading it is a copy. */
+prefilter *prefilter_new_serialized(const char *const *lits, size_t n, const void *blob, size_t blob_len);
+
+/* The Vectorscan database of `pf` as bytes for prefilter_new_serialized, in *out (free() it).
+ * -1 when `pf` runs the portable engine (or out of memory). */
+int prefilter_serialize(const prefilter *pf, unsigned char **out, size_t *len);
+
 /* "vectorscan" or "portable": the engine this prefilter runs. */
 const char *prefilter_engine_name(const prefilter *pf);
+
+/* 1 when the Vectorscan database came from a serialized blob, 0 when it was compiled (or portable). */
+int prefilter_from_blob(const prefilter *pf);
 
 /* Hit callback: literal `lit` starts at `pos`. Return the position to resume from (pos + 1 to see every
  * hit, larger to skip), or SIZE_MAX to stop. */
