@@ -1,6 +1,7 @@
 /* prefilter.c - multi-literal search: Vectorscan when built in, else Wu-Manber with 3-byte blocks. */
 #include "match/prefilter.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ struct prefilter {
     uint8_t shift[TABLE_SIZE];
     int32_t head[TABLE_SIZE]; /* first literal whose window ends with this block, -1 = none */
     int32_t *next;            /* chain of literals sharing a block, in increasing index */
+    atomic_int wm_ready;      /* the three above are built (wm_build) */
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     hs_database_t *hs; /* NULL: the portable engine runs */
     int from_blob;     /* hs came from prefilter_new_serialized's blob */
@@ -221,6 +223,32 @@ int prefilter_from_blob(const prefilter *pf)
 #endif
 }
 
+/* The portable engine's tables. With Vectorscan running they wait for the portable engine's first
+ * use (no scratch space to be had): building them touched 320 KiB at every start. */
+static void wm_build(prefilter *pf)
+{
+    const size_t n = pf->n;
+    size_t max_shift = pf->m - BLOCK + 1;
+    if (max_shift > 255)
+        max_shift = 255;
+    memset(pf->shift, (int)max_shift, sizeof pf->shift);
+    for (size_t i = 0; i < TABLE_SIZE; i++)
+        pf->head[i] = -1;
+    /* built from the last literal back so each chain runs in increasing index (the reported order) */
+    for (size_t i = n; i-- > 0;) {
+        const unsigned char *l = (const unsigned char *)pf->lits[i];
+        for (size_t q = BLOCK - 1; q < pf->m; q++) {
+            uint32_t h = block_hash(l + q - (BLOCK - 1));
+            size_t s = pf->m - 1 - q;
+            if (s < pf->shift[h])
+                pf->shift[h] = (uint8_t)s;
+        }
+        uint32_t h = block_hash(l + pf->m - BLOCK);
+        pf->next[i] = pf->head[h];
+        pf->head[h] = (int32_t)i;
+    }
+}
+
 static prefilter *build(const char *const *lits, size_t n, prefilter_engine engine, const void *blob, size_t blob_len)
 {
     prefilter *pf = calloc(1, sizeof *pf);
@@ -245,33 +273,18 @@ static prefilter *build(const char *const *lits, size_t n, prefilter_engine engi
         if (pf->lens[i] > pf->maxlen)
             pf->maxlen = pf->lens[i];
     }
-    size_t max_shift = pf->m - BLOCK + 1;
-    if (max_shift > 255)
-        max_shift = 255;
-    memset(pf->shift, (int)max_shift, sizeof pf->shift);
-    for (size_t i = 0; i < TABLE_SIZE; i++)
-        pf->head[i] = -1;
-    /* built from the last literal back so each chain runs in increasing index (the reported order) */
-    for (size_t i = n; i-- > 0;) {
-        const unsigned char *l = (const unsigned char *)pf->lits[i];
-        for (size_t q = BLOCK - 1; q < pf->m; q++) {
-            uint32_t h = block_hash(l + q - (BLOCK - 1));
-            size_t s = pf->m - 1 - q;
-            if (s < pf->shift[h])
-                pf->shift[h] = (uint8_t)s;
-        }
-        uint32_t h = block_hash(l + pf->m - BLOCK);
-        pf->next[i] = pf->head[h];
-        pf->head[h] = (int32_t)i;
-    }
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     if (engine == PREFILTER_AUTO && n > 0)
         hs_build(pf, blob, blob_len);
+    if (pf->hs)
+        return pf;
 #else
     (void)engine;
     (void)blob;
     (void)blob_len;
 #endif
+    wm_build(pf);
+    atomic_store(&pf->wm_ready, 1);
     return pf;
 fail:
     prefilter_free(pf);
@@ -465,6 +478,16 @@ void prefilter_scan(const prefilter *pf, const unsigned char *buf, size_t from, 
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     if (pf->hs && hs_run(pf, buf, from, end, avail, fn, ud) == 0)
         return;
+    if (!atomic_load_explicit(&pf->wm_ready, memory_order_acquire)) {
+        /* the tables are bookkeeping of a read-only prefilter: built once, under the pool's lock */
+        prefilter *mpf = (prefilter *)pf;
+        pthread_mutex_lock(&mpf->mu);
+        if (!atomic_load_explicit(&mpf->wm_ready, memory_order_relaxed)) {
+            wm_build(mpf);
+            atomic_store_explicit(&mpf->wm_ready, 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&mpf->mu);
+    }
 #endif
     wm_scan(pf, buf, from, end, avail, fn, ud);
 }
