@@ -9,6 +9,7 @@
 
 #include "advice/advice.h"
 #include "advice/setting.h"
+#include "base/sink.h"
 
 static const char *jstr(const cJSON *o, const char *k)
 {
@@ -33,28 +34,8 @@ cJSON *remedy_diagnosis_json(const pdb *db, const finding *f) { return diagnosis
 
 /* ---- markdown ----------------------------------------------------------------------------- */
 
-typedef struct {
-    oomscan_write_fn fn;
-    void *ud;
-    int failed;
-} md;
-
-static void w(md *m, const char *fmt, ...)
-{
-    if (m->failed)
-        return;
-    char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf)
-        n = sizeof buf - 1;
-    if (m->fn(m->ud, buf, (size_t)n) != 0)
-        m->failed = 1;
-}
+typedef sink md;
+#define w(m, ...) sink_printf((m), __VA_ARGS__) /* base/sink.h */
 
 int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
 {

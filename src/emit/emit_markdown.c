@@ -7,37 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sink.h"
 #include "emit/emit.h"
 #include "emit/report.h"
 
-typedef struct {
-    oomscan_write_fn fn;
-    void *ud;
-    int failed;
-} out;
-
-static void w(out *o, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void w(out *o, const char *fmt, ...)
-{
-    if (o->failed)
-        return;
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf)
-        n = sizeof buf - 1;
-    if (o->fn(o->ud, buf, (size_t)n) != 0)
-        o->failed = 1;
-}
+typedef sink out;
+#define w(o, ...) sink_printf((o), __VA_ARGS__) /* base/sink.h */
 
 /* Text from a log inside a table cell or inline code: control bytes become U+FFFD (a log line can
  * hold ESC sequences meant for a terminal), and what Markdown would read as syntax (| ` * _ [ ] < >

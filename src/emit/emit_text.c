@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sink.h"
 #include "base/values.h"
 #include "emit/emit.h"
 #include "emit/report.h"
@@ -23,6 +24,7 @@ typedef struct {
     int cut; /* the line is cut, not wrapped (evidence) */
     char esc[6][8192]; /* E()'s buffers, used in turn: enough for the arguments of one w() */
     int next;
+    sink pieces; /* w()'s formatting, into pieces_in */
 } out;
 
 /* Text from a log or a name, made inert for a terminal (emit/safe.h), at most `max` bytes of it, cut
@@ -69,20 +71,11 @@ static void line_add(out *o, const char *s, size_t len)
     o->n += len;
 }
 
-static void w(out *o, const char *fmt, ...)
+/* What w() formats goes here: cut at its newlines, each line fitted to the width. */
+static int pieces_in(void *ud, const char *data, size_t len)
 {
-    if (o->failed)
-        return;
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf)
-        n = sizeof buf - 1;
-    for (const char *p = buf, *end = buf + n; p < end && !o->failed;) {
+    out *o = ud;
+    for (const char *p = data, *end = data + len; p < end && !o->failed;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         line_add(o, p, (size_t)((nl ? nl : end) - p));
         if (!nl)
@@ -90,7 +83,9 @@ static void w(out *o, const char *fmt, ...)
         line_end(o);
         p = nl + 1;
     }
+    return o->failed;
 }
+#define w(o, ...) sink_printf(&(o)->pieces, __VA_ARGS__) /* base/sink.h */
 
 static const char *c_(const out *o, const char *code) { return o->color ? code : ""; }
 #define BOLD "\033[1m"
@@ -256,6 +251,7 @@ static size_t count_at(const finding **byloc, size_t n, const char *path, const 
 oomscan_status emit_text(const result *r, int color, int verbose, unsigned width, oomscan_write_fn fn, void *ud)
 {
     out o = {.fn = fn, .ud = ud, .color = color, .width = width ? width : 80};
+    o.pieces = (sink){pieces_in, &o, 0};
     const story *st = r->scan.st;
     if (r->n == 0)
         w(&o, "No failure found.\n");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sink.h"
 #include "base/status.h"
 #include "oomscan_summary.h"
 
@@ -304,31 +305,8 @@ static int same_id(const rec *a, const rec *b) { return !strcmp(a->id, b->id); }
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
-typedef struct {
-    oomscan_write_fn fn;
-    void *ud;
-    int stopped;
-} out_t;
-
-static void put(out_t *o, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void put(out_t *o, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (o->stopped || n < 0)
-        return;
-    size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
-    if (o->fn(o->ud, buf, len))
-        o->stopped = 1;
-}
+typedef sink out_t;
+#define put(o, ...) sink_printf((o), __VA_ARGS__) /* base/sink.h */
 
 static void write_text(out_t *o, size_t jobs, size_t roots, const tally *g, size_t ng, const tally *f, size_t nf)
 {
@@ -394,8 +372,8 @@ static oomscan_status write_json(out_t *o, size_t jobs, size_t roots, const tall
     cJSON_Delete(doc);
     if (!s)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, "summary", "out of memory");
-    if (!o->stopped && (o->fn(o->ud, s, strlen(s)) || o->fn(o->ud, "\n", 1)))
-        o->stopped = 1;
+    if (!o->failed && (o->fn(o->ud, s, strlen(s)) || o->fn(o->ud, "\n", 1)))
+        o->failed = 1;
     free(s);
     return OOMSCAN_OK;
 }
@@ -445,7 +423,7 @@ oomscan_status oomscan_summary_write(oomscan_summary *sum, oomscan_summary_forma
         st = write_json(&o, jobs, nr, g, ng, f, nf2, sum->bad, diag);
     else
         write_text(&o, jobs, nr, g, ng, f, nf2);
-    if (st == OOMSCAN_OK && o.stopped)
+    if (st == OOMSCAN_OK && o.failed)
         st = diag_set(diag, OOMSCAN_ERR_CANCELLED, "summary", "the writer stopped");
 done:
     free(roots);
