@@ -105,10 +105,12 @@ case " $(echo $wanted) " in *" slurm "*)
   if why=$(slurm_can); then
     slurm_dir=$t/slurm
     mkdir -p "$slurm_dir"
-    if why=$(slurm_up "$slurm_dir" "$oomscan" "$src"); then
+    # in this shell, not in $(...): the daemons die with the shell that started them (slurm.sh)
+    if slurm_up "$slurm_dir" "$oomscan" "$src" > "$t/slurm-up.out"; then
       export SLURM_CONF="$slurm_dir/slurm.conf"
       if slurm_submit_all "$slurm_dir"; then submitted=1; else echo "FAIL: cannot submit the Slurm jobs"; fails=$((fails + 1)); fi
     else
+      why=$(cat "$t/slurm-up.out")
       echo "SKIP: slurm: ${why#cannot: }"; skips=$((skips + 1)); slurm_dir=""
     fi
   else

@@ -13,6 +13,12 @@
 # - select/cons_tres enforces --mem only with CR_*_Memory; OverMemoryKill needs jobacct_gather/linux
 #   polling often (JobAcctGatherFrequency=1) to catch a job of seconds.
 # - The time limit is in minutes and slurmctld checks it every 30 s: the --time job takes 60-100 s.
+# - Daemons that fork away outlive a harness that is SIGKILLed (ctest's timeout, a kill -9): no trap runs
+#   then. So munged, slurmctld and slurmd run in the foreground in a PID namespace of their own, whose
+#   keeper (unshare) gets SIGKILL when the harness dies (setpriv --pdeathsig) and then kills the
+#   namespace's init (--kill-child); the kernel ends every process of a namespace whose init died: the
+#   daemons, job steps and their tasks. The death that counts is that of the process that started the
+#   keeper, so slurm_up runs in the harness's own shell, never in a $(...) subshell.
 
 SLURM_BIN=${REALJOBS_SLURM_BIN:-/usr/sbin}
 
@@ -21,18 +27,20 @@ slurm_can() {
     [ -x "$b" ] || { echo "cannot: $b is missing (slurmctld, slurmd, slurm-client, munge)"; return 77; }
   done
   unshare -m true 2>/dev/null || { echo "cannot: unshare -m fails here (slurmd needs its own /etc/default)"; return 77; }
+  unshare --pid --fork --kill-child --mount-proc true 2>/dev/null ||
+    { echo "cannot: unshare --pid --mount-proc fails here (the daemons run in their own PID namespace)"; return 77; }
+  command -v setpriv > /dev/null || { echo "cannot: setpriv is missing (util-linux)"; return 77; }
   [ "$(id -u)" = 0 ] || { echo "cannot: slurmd must run as root to run jobs as root"; return 77; }
 }
 
-# slurm_up DIR OOMSCAN SRC: start the three daemons; SLURM_CONF is exported for the clients
+# slurm_up DIR OOMSCAN SRC: start the three daemons in their own PID and mount namespaces (see above);
+# SLURM_CONF is exported for the clients, SLURM_NS_PID is the namespace's keeper (unshare). Call it in the
+# harness's own shell, not in $(...) (see above); it prints why when it cannot.
 slurm_up() {
   d=$1 oomscan=$2 src=$3
   mkdir -p "$d/state" "$d/spool" "$d/munge" "$d/epilog" "$d/oomscan-spool" "$d/jobs"
   chmod 700 "$d/munge"
   dd if=/dev/urandom of="$d/munge/munge.key" bs=1024 count=1 2>/dev/null && chmod 400 "$d/munge/munge.key"
-  "$SLURM_BIN/munged" --force --key-file="$d/munge/munge.key" --socket="$d/munge/munge.socket" \
-    --pid-file="$d/munge/munged.pid" --log-file="$d/munge/munged.log" --seed-file="$d/munge/seed" \
-    || { echo "cannot: munged does not start"; return 77; }
   cp "$src/docs/examples/slurm-epilog.sh" "$d/epilog/oomscan.sh" && chmod 755 "$d/epilog/oomscan.sh"
   port=$(free_port); port2=$(free_port)
   host=$(hostname -s)
@@ -82,32 +90,48 @@ SLURM_CONF=$d/slurm.conf
 export SLURM_CONF
 EOF
   export SLURM_CONF="$d/slurm.conf"
-  "$SLURM_BIN/slurmctld" -f "$d/slurm.conf" -i || { echo "cannot: slurmctld does not start"; slurm_down "$d"; return 77; }
-  unshare -m sh -c 'mount --bind "$1/etc-default" /etc/default && exec "$2" -f "$1/slurm.conf" -N "$3"' \
-    sh "$d" "$SLURM_BIN/slurmd" "$host" || { echo "cannot: slurmd does not start"; slurm_down "$d"; return 77; }
+  # The namespace's init runs the three daemons in the foreground, as its children, with our
+  # /etc/default; munged must listen before the others start.
+  setpriv --pdeathsig KILL unshare --pid --kill-child --mount-proc sh -c '
+    d=$1 bin=$2 host=$3
+    mount --bind "$d/etc-default" /etc/default || exit 1
+    "$bin/munged" --foreground --force --key-file="$d/munge/munge.key" --socket="$d/munge/munge.socket" \
+      --pid-file="$d/munge/munged.pid" --log-file="$d/munge/munged.log" --seed-file="$d/munge/seed" &
+    i=0
+    until [ -S "$d/munge/munge.socket" ]; do i=$((i + 1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done
+    "$bin/slurmctld" -D -i -f "$d/slurm.conf" > "$d/slurmctld.out" 2>&1 &
+    "$bin/slurmd" -D -f "$d/slurm.conf" -N "$host" > "$d/slurmd.out" 2>&1 &
+    wait' sh "$d" "$SLURM_BIN" "$host" > "$d/namespace.out" 2>&1 &
+  SLURM_NS_PID=$!
   i=0
   until /usr/bin/sinfo -h -o %T 2>/dev/null | grep -q idle; do
-    i=$((i + 1)); [ $i -gt 30 ] && { echo "cannot: the node never became idle"; tail -5 "$d/slurmd.log" "$d/slurmctld.log"; slurm_down "$d"; return 77; }
+    i=$((i + 1))
+    if [ $i -gt 30 ] || ! kill -0 "$SLURM_NS_PID" 2>/dev/null; then
+      echo "cannot: the node never became idle"
+      tail -n 3 "$d/namespace.out" "$d/slurmd.log" "$d/slurmctld.log" 2>/dev/null
+      slurm_down "$d"
+      return 77
+    fi
     sleep 1
   done
 }
 
+# slurm_down DIR: cancel our jobs, then end the namespace (and so every daemon, step and task in it)
 slurm_down() {
   d=$1
-  # cancel what still runs (our controller only: SLURM_CONF names it), give the steps time to end
-  SLURM_CONF=$d/slurm.conf /usr/bin/scancel --quiet --user="$(id -un)" 2>/dev/null
-  i=0
-  while [ $i -lt 15 ] && SLURM_CONF=$d/slurm.conf /usr/bin/squeue -h 2>/dev/null | grep -q .; do
-    sleep 1; i=$((i + 1))
-  done
-  for p in "$d/slurmd.pid" "$d/slurmctld.pid" "$d/munge/munged.pid"; do
-    [ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null
-  done
-  sleep 1
-  # anything left that works in our folder (a step whose slurmd is gone, a job script): ours, so ended
-  for p in /proc/[0-9]*; do
-    case $(readlink "$p/cwd" 2>/dev/null) in "$d"/*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
-  done
+  if [ -n "${SLURM_NS_PID:-}" ] && kill -0 "$SLURM_NS_PID" 2>/dev/null; then
+    # cancel what still runs (our controller only: SLURM_CONF names it), give the epilogs time to end
+    SLURM_CONF=$d/slurm.conf /usr/bin/scancel --quiet --user="$(id -un)" 2>/dev/null
+    i=0
+    while [ $i -lt 15 ] && SLURM_CONF=$d/slurm.conf /usr/bin/squeue -h 2>/dev/null | grep -q .; do
+      sleep 1; i=$((i + 1))
+    done
+    # the keeper's death kills the namespace's init, whose death kills everything in the namespace
+    # (SIGKILL: unshare ignores SIGTERM and SIGINT while it waits for its child)
+    kill -KILL "$SLURM_NS_PID" 2>/dev/null
+    wait "$SLURM_NS_PID" 2>/dev/null
+  fi
+  SLURM_NS_PID=""
   return 0
 }
 
