@@ -342,6 +342,35 @@ START_TEST(test_scan_source_names)
 }
 END_TEST
 
+/* A Ray session's log names give the pid, the Ray job (not ffffffff, Ray 2.37+'s actors) and, from a
+ * folder named by an IPv4 address, the node; other names give none of these. Names as Ray writes them
+ * (ray-project/ray#58373, #33583; docs.ray.io "Configure logging"). */
+START_TEST(test_scan_names_from_ray_session)
+{
+    static const struct {
+        const char *path, *pid, *ray_job, *host;
+    } cases[] = {
+        {"session_latest/logs/worker-fc6a4f9b9f2a5a7a196509abdd5a22bf4cc8505c271606305dc91fbd-01000000-478545.err", "478545",
+         "01000000", ""},
+        {"logs/worker-fc2482678d5f5135e54b650b346e219ef78b55c07f8568e3f9249587-ffffffff-483289.out", "483289", "", ""},
+        {"10.0.25.201/python-core-worker-79a553ea91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2_308.log", "308", "",
+         "10.0.25.201"},
+        {"logs/job-driver-raysubmit_qZ8kXu2jV4yLCpWE.log", "", "raysubmit_qZ8kXu2jV4yLCpWE", ""},
+        {"logs/raylet.out", "", "", ""},
+        {"logs/worker-notahexid-01000000-12.err", "", "", ""},
+        {"run/worker-3.log", "", "", ""},
+        {"10.0.0/rank0.log", "", "", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        scan_source src = {.path = cases[i].path};
+        scan_source_from_name(&src);
+        ck_assert_msg(strcmp(src.pid, cases[i].pid) == 0 && strcmp(src.ray_job, cases[i].ray_job) == 0 &&
+                          strcmp(src.host, cases[i].host) == 0,
+                      "%s: pid '%s' ray_job '%s' host '%s'", cases[i].path, src.pid, src.ray_job, src.host);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("scan");
@@ -363,6 +392,7 @@ int main(void)
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
+    tcase_add_test(tc, test_scan_names_from_ray_session);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

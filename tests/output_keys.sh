@@ -2,9 +2,10 @@
 # output_keys.sh OOMSCAN SOURCE_DIR - docs/output.md lists every key oomscan writes, and only those:
 # the keys of the real JSON documents and NDJSON records over every fixture folder (plus the cases
 # that add keys: an archive, an input that cannot be read, a cut line, a name that is not UTF-8, a
-# finding cap, an update under --state) are compared with the keys in the first column of the page's
-# tables (a finding's keys written from the finding, `context.job_id`); `memory` keys with
-# docs/memory-keys.md. So the page cannot drift from the output (issue 17).
+# finding cap, an update under --state, kubectl's prefix, a Ray worker log's name) are compared with
+# the keys in the first column of the page's tables (a finding's keys written from the finding,
+# `context.job_id`); `memory` keys with docs/memory-keys.md. So the page cannot drift from the
+# output (issue 17).
 set -u
 oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
@@ -16,11 +17,13 @@ cd "$t" || exit 2
 tar czf job.tar.gz -C "$fx/golden" verl-log-prob-oom.log nccl-error-after-oom.log
 cp "$fx/golden/verl-log-prob-oom.log" "$(printf 'bad\377name').log"
 { head -c 3000000 /dev/zero | tr '\0' a; echo; cat "$fx/golden/verl-log-prob-oom.log"; } > long.log
+sed 's|^|[pod/train-worker-0/pytorch] |' "$fx/golden/verl-log-prob-oom.log" > kubectl.log
+cp "$fx/golden/verl-log-prob-oom.log" worker-79a553ea91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2-01000000-308.err
 cp "$fx/golden/nccl-error-after-oom.log" grow.log
 "$oomscan" -f ndjson --state st grow.log > /dev/null 2>&1
 cat "$fx/golden/nccl-error-after-oom.log" >> grow.log
 "$oomscan" -f ndjson --state st grow.log > out.updates.ndjson 2> /dev/null
-for d in "$fx/golden" "$fx/corpus" "$fx/realjobs" "$fx/dumps" "$fx/heldout" "$fx/heldout2" job.tar.gz bad*.log long.log; do
+for d in "$fx/golden" "$fx/corpus" "$fx/realjobs" "$fx/dumps" "$fx/heldout" "$fx/heldout2" job.tar.gz bad*.log long.log kubectl.log worker-*.err; do
   "$oomscan" -f json "$d" >> out.json 2> /dev/null
   "$oomscan" -f ndjson "$d" >> out.ndjson 2> /dev/null
 done

@@ -249,6 +249,7 @@ static void check_prefix(checker *c, const pdb *db, matcher *m, size_t idx, size
                               : strcmp(e->string, "host") == 0       ? ctx.host
                               : strcmp(e->string, "time") == 0       ? ctx.time
                               : strcmp(e->string, "actor") == 0      ? ctx.actor
+                              : strcmp(e->string, "container") == 0  ? ctx.container
                                                                      : NULL;
             char want[128];
             if (cJSON_IsNumber(e))

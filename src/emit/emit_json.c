@@ -126,6 +126,11 @@ cJSON *emit_finding_json(const result_finding *rf)
         add_str_or_num(ctx, "rank", f->rank);
         add_str_or_num(ctx, "local_rank", f->local_rank);
         add_str_or_num(ctx, "pid", f->pid);
+        /* text, never numbers: a container may be all digits, a Ray job id (01000000) is hex */
+        if (f->container[0])
+            cJSON_AddStringToObject(ctx, "container", f->container);
+        if (f->ray_job[0])
+            cJSON_AddStringToObject(ctx, "ray_job", f->ray_job);
         if (f->first.has_time) {
             char t[64];
             timefmt_format(&f->first.time, t, sizeof t);

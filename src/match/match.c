@@ -329,6 +329,15 @@ static int ctx_fn(void *ud, const char *name, const char *val, size_t n)
         put_field(c->time, sizeof c->time, val, n); /* the outermost stamp (the collector's) wins */
     else if (strcmp(name, "actor") == 0)
         put_field(c->actor, sizeof c->actor, val, n);
+    else if (strcmp(name, "container") == 0)
+        put_field(c->container, sizeof c->container, val, n);
+    else if (strcmp(name, "worker_index") == 0 && n < 10) {
+        /* a PyTorchJob's worker-N pod: the training operator gives the master RANK 0 and worker N
+         * RANK N+1 (prefixes.json, kubectl_prefix) */
+        char num[12];
+        put_field(num, sizeof num, val, n);
+        snprintf(c->rank, sizeof c->rank, "%d", (int)(strtol(num, NULL, 10) % 1000000000) + 1);
+    }
     else if (strcmp(name, "repeat") == 0)
         c->repeat = strtol(val, NULL, 10);
     return 0;

@@ -18,6 +18,7 @@ typedef struct matcher matcher;
 /* What the prefixes of a line said. Empty strings when absent. */
 typedef struct {
     char rank[16], local_rank[16], pid[24], ip[64], host[96], time[48], actor[64];
+    char container[64]; /* kubectl logs --prefix: the container (its pod is the host) */
     long repeat; /* Ray's "[repeated Nx across cluster]": N, else 0 */
 } line_ctx;
 

@@ -10,6 +10,7 @@
 #include "match/classify.h"
 #include "match/lines.h"
 #include "match/match.h"
+#include "match/names.h"
 
 #define READ_CHUNK (512u * 1024u) /* with the line cap, the buffer is 1.5 MiB: the peak RSS budget is 16 MiB */
 #define BUF_CAP (SCAN_LINE_CAP + READ_CHUNK)
@@ -145,7 +146,7 @@ void scan_source_from_name(scan_source *src)
     char name[1024];
     snprintf(name, sizeof name, "%s%s%s", src->path ? src->path : "", src->member ? "/" : "",
              src->member ? src->member : "");
-    src->job_id[0] = src->rank[0] = src->host[0] = '\0';
+    src->job_id[0] = src->rank[0] = src->host[0] = src->pid[0] = src->ray_job[0] = '\0';
     /* slurm-1234.out, slurm-1234_7.err (%A_%a), or a job-1234 bundle */
     if (!find_number_after(name, "slurm-", src->job_id, sizeof src->job_id, 1))
         find_number_after(name, "job-", src->job_id, sizeof src->job_id, 1);
@@ -171,6 +172,7 @@ void scan_source_from_name(scan_source *src)
             break;
         comp = slash + 1;
     }
+    names_ray(name, src); /* a Ray session's log names: job, pid, node */
 }
 
 /* ---- line counting ----------------------------------------------------------------------- */

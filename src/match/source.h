@@ -16,7 +16,9 @@ typedef struct {
     size_t input;       /* top-level input index (ordering) */
     char job_id[32];    /* from the name (slurm-<job>.out, %A_%a) or "" */
     char rank[16];      /* from the name (rank3.log) or "" */
-    char host[96];      /* from the name (node12/...) or "" */
+    char host[96];      /* from the name (node12/..., a Ray node's IP folder) or "" */
+    char pid[24];       /* from the name (a Ray worker's log) or "" */
+    char ray_job[48];   /* from the name: a Ray job id or submission id, or "" */
     /* Resuming part-way (stream.c, state.c); all zero for a whole source. */
     uint64_t base_offset, base_line; /* stream offset and lines before the first byte read */
     const timefmt *time0; /* the last stamp seen before base_offset, or NULL */

@@ -104,6 +104,10 @@ cJSON *record_merge_json(const struct oomscan_scan *s, const finding *f)
     cJSON_AddStringToObject(m, "local_rank", f->local_rank);
     cJSON_AddStringToObject(m, "pid", f->pid);
     cJSON_AddStringToObject(m, "host", f->host);
+    if (f->container[0]) /* only when known: older records stay as they were */
+        cJSON_AddStringToObject(m, "container", f->container);
+    if (f->ray_job[0])
+        cJSON_AddStringToObject(m, "ray_job", f->ray_job);
     cJSON_AddItemToObject(m, "ranks", raw_set_json(&f->ranks));
     cJSON_AddNumberToObject(m, "ranks_dropped", (double)f->ranks.dropped);
     cJSON_AddItemToObject(m, "hosts", raw_set_json(&f->hosts));
@@ -254,6 +258,8 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
     snprintf(f.local_rank, sizeof f.local_rank, "%s", str_of(m, "local_rank") ? str_of(m, "local_rank") : "");
     snprintf(f.pid, sizeof f.pid, "%s", str_of(m, "pid") ? str_of(m, "pid") : "");
     snprintf(f.host, sizeof f.host, "%s", str_of(m, "host") ? str_of(m, "host") : "");
+    snprintf(f.container, sizeof f.container, "%s", str_of(m, "container") ? str_of(m, "container") : "");
+    snprintf(f.ray_job, sizeof f.ray_job, "%s", str_of(m, "ray_job") ? str_of(m, "ray_job") : "");
     double occ = 0;
     int rc = 0;
     const char *pe = str_of(rec, "phase_evidence");

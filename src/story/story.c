@@ -450,6 +450,8 @@ long story_add(story *s, const story_event *ev)
         snprintf(f->local_rank, sizeof f->local_rank, "%s", ev->local_rank ? ev->local_rank : "");
         snprintf(f->pid, sizeof f->pid, "%s", ev->pid ? ev->pid : "");
         snprintf(f->host, sizeof f->host, "%s", ev->host ? ev->host : "");
+        snprintf(f->container, sizeof f->container, "%s", ev->container ? ev->container : "");
+        snprintf(f->ray_job, sizeof f->ray_job, "%s", ev->ray_job ? ev->ray_job : "");
         f->memory = ev->memory ? ev->memory : cJSON_CreateObject();
         f->caused_by = -1;
         f->joined_into = f->next_joined = f->first_joined = -1;
@@ -844,6 +846,10 @@ static void join(story *s, long p, long o)
         memcpy(fp->rank, fo->rank, sizeof fp->rank);
     if (!fp->host[0])
         memcpy(fp->host, fo->host, sizeof fp->host);
+    if (!fp->container[0])
+        memcpy(fp->container, fo->container, sizeof fp->container);
+    if (!fp->ray_job[0])
+        memcpy(fp->ray_job, fo->ray_job, sizeof fp->ray_job);
     for (size_t k = 0; k < fo->ranks.n; k++)
         set_add(&fp->ranks, fo->ranks.items[k]);
     for (size_t k = 0; k < fo->hosts.n; k++)

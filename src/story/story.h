@@ -58,6 +58,7 @@ typedef struct {
     char *group;   /* pattern id + masked matched text: what makes two lines the same failure */
     char job_id[32];
     char rank[16], local_rank[16], pid[24], host[96]; /* of the first occurrence */
+    char container[64], ray_job[48]; /* of the first occurrence: kubectl's container, a Ray job */
     story_loc first, last;
     char *evidence[STORY_MAX_EVIDENCE];
     size_t n_evidence;
@@ -123,6 +124,7 @@ typedef struct {
     uint64_t line, offset;
     const timefmt *time; /* NULL when the line has no time */
     const char *rank, *local_rank, *pid, *host, *job_id;
+    const char *container, *ray_job; /* NULL or "" when unknown */
     const char *kind;     /* static window kind of a dump ("error_file", ...); NULL: a log line, kind from its pattern */
     long repeat;          /* Ray's "[repeated Nx]": counts N more occurrences */
     long merge_into;      /* an earlier finding this line continues (same failure, other wording), or -1 */
