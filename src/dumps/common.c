@@ -65,26 +65,11 @@ unsigned char *dumps_slurp(const unsigned char *head, size_t nhead, scan_read_fn
     return buf;
 }
 
-typedef struct {
-    const char *p;
-    size_t n, pos;
-} textbuf;
-
-static ssize_t text_read(void *ud, void *buf, size_t cap)
-{
-    textbuf *t = ud;
-    size_t k = t->n - t->pos < cap ? t->n - t->pos : cap;
-    memcpy(buf, t->p + t->pos, k);
-    t->pos += k;
-    return (ssize_t)k;
-}
-
 oomscan_status dumps_text_scan(scanner *sc, phase_state *ps, const scan_source *src, const char *text, size_t n,
                                story *tmp)
 {
-    textbuf t = {text, n, 0};
     scan_result r;
-    return scanner_run(sc, text_read, &t, src, ps, tmp, &r, NULL, NULL);
+    return scanner_run_text(sc, text, n, src, ps, tmp, &r);
 }
 
 void dumps_tag(story *tmp, const char *kind, const timefmt *time, const char *rank, const char *local_rank,

@@ -556,3 +556,24 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     res->last_time = sc->clock.last;
     return sc->status;
 }
+
+typedef struct {
+    const char *p;
+    size_t n, pos;
+} text_src;
+
+static ssize_t text_read(void *ud, void *buf, size_t cap)
+{
+    text_src *t = ud;
+    size_t k = t->n - t->pos < cap ? t->n - t->pos : cap;
+    memcpy(buf, t->p + t->pos, k);
+    t->pos += k;
+    return (ssize_t)k;
+}
+
+oomscan_status scanner_run_text(scanner *sc, const char *text, size_t n, const scan_source *src, phase_state *ps,
+                                story *st, scan_result *res)
+{
+    text_src t = {text, n, 0};
+    return scanner_run(sc, text_read, &t, src, ps, st, res, NULL, NULL);
+}

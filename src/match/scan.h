@@ -62,4 +62,8 @@ void scan_source_from_name(scan_source *src);
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
                            story *st, scan_result *res, scan_progress_fn progress, void *progress_ud);
 
+/* scanner_run over text[0..n) held in memory (a sample, a crash dump's text): one read, no progress. */
+oomscan_status scanner_run_text(scanner *sc, const char *text, size_t n, const scan_source *src, phase_state *ps,
+                                story *st, scan_result *res);
+
 #endif

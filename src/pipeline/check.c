@@ -1,4 +1,6 @@
-/* check.c - --check-patterns: every entry of the database is validated and every sample run. */
+/* check.c - --check-patterns: every entry of the database is validated and every sample run.
+ * It sits in pipeline/, above the story, because it runs samples through the whole matcher as a scan
+ * would (scanner, phase state, story); the database itself (db/) knows nothing of the matcher. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,11 +10,11 @@
 #include "oomscan.h"
 #include "base/status.h"
 #include "db/patterndb.h"
-/* layering: the checker runs every sample as a scan would (matcher, phase, scanner, story) */
-#include "match/match.h" /* layering: (see above) */
-#include "match/phase.h" /* layering: (see above) */
-#include "match/scan.h" /* layering: (see above) */
-#include "story/story.h" /* layering: (see above) */
+#include "match/lines.h"
+#include "match/match.h"
+#include "match/phase.h"
+#include "match/scan.h"
+#include "story/story.h"
 
 typedef struct {
     oomscan_check_fn fn;
@@ -25,20 +27,6 @@ typedef struct {
     phase_state *ps;
 } checker;
 
-typedef struct {
-    const char *data;
-    size_t len, pos;
-} mem_src;
-
-static ssize_t mem_read(void *ud, void *buf, size_t cap)
-{
-    mem_src *m = ud;
-    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
-    memcpy(buf, m->data + m->pos, n);
-    m->pos += n;
-    return (ssize_t)n;
-}
-
 /* The pattern of the first finding a scan of `text` alone gives (NULL: none, or out of memory), as
  * a user who saved only that line (and its "next" lines) would see it. */
 static const pdb_pattern *scan_alone(checker *c, const char *text, size_t len)
@@ -49,10 +37,9 @@ static const pdb_pattern *scan_alone(checker *c, const char *text, size_t len)
     c->ps = c->st ? phase_new(c->db) : NULL;
     if (!c->ps)
         return NULL;
-    mem_src m = {text, len, 0};
     scan_source src = {.path = "sample"};
     scan_result res;
-    if (scanner_run(c->sc, mem_read, &m, &src, c->ps, c->st, &res, NULL, NULL) != OOMSCAN_OK || c->st->n == 0)
+    if (scanner_run_text(c->sc, text, len, &src, c->ps, c->st, &res) != OOMSCAN_OK || c->st->n == 0)
         return NULL;
     return c->st->f[0].pattern;
 }
@@ -147,6 +134,24 @@ static void check_alone(checker *c, const pdb_pattern *p, const cJSON *sample, c
         problem(c, p->file, p->id, "scanned alone, its match sample is won by %s (%s): %.120s", won->id, won->file, line);
 }
 
+/* A sample entry's "line", or NULL when it has none. */
+static const char *sample_line(const cJSON *s)
+{
+    const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
+    return cJSON_IsString(line) ? line->valuestring : NULL;
+}
+
+/* A sample's line stripped of its prefixes as the scanner strips them (*ctx: what they said), and
+ * counted as run; NULL when the entry has no line. */
+static const char *run_sample(matcher *m, const cJSON *s, line_ctx *ctx, size_t *ml, size_t *runs)
+{
+    const char *line = sample_line(s);
+    if (!line)
+        return NULL;
+    ++*runs;
+    return matcher_strip(m, line, strlen(line), ml, ctx);
+}
+
 static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, size_t *runs)
 {
     const pdb_pattern *p = &db->patterns[idx];
@@ -211,15 +216,11 @@ static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, siz
     }
     cJSON_ArrayForEach(s, no)
     {
-        const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
-        if (!cJSON_IsString(line))
-            continue;
-        ++*runs;
         line_ctx ctx;
         size_t ml;
-        const char *msg = matcher_strip(m, line->valuestring, strlen(line->valuestring), &ml, &ctx);
-        if (matcher_try(m, idx, msg, ml))
-            problem(c, p->file, p->id, "matches a line it must not: %.160s", line->valuestring);
+        const char *msg = run_sample(m, s, &ctx, &ml, runs);
+        if (msg && matcher_try(m, idx, msg, ml))
+            problem(c, p->file, p->id, "matches a line it must not: %.160s", sample_line(s));
     }
 }
 
@@ -229,16 +230,13 @@ static void check_prefix(checker *c, const pdb *db, matcher *m, size_t idx, size
     const cJSON *s;
     cJSON_ArrayForEach(s, p->samples)
     {
-        const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
-        if (!cJSON_IsString(line))
-            continue;
-        ++*runs;
         line_ctx ctx;
         size_t ml;
-        const char *msg = matcher_strip(m, line->valuestring, strlen(line->valuestring), &ml, &ctx);
+        if (!run_sample(m, s, &ctx, &ml, runs))
+            continue;
+        const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
         if (ml == strlen(line->valuestring))
             problem(c, p->file, p->id, "no prefix stripped from its sample: %.160s", line->valuestring);
-        (void)msg;
         const cJSON *e;
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(s, "expect"))
         {
@@ -274,15 +272,6 @@ static void check_prefix(checker *c, const pdb *db, matcher *m, size_t idx, size
 
 /* The sample's line (prefixes stripped, as the scanner hands context lines on), or NULL when the
  * entry is no {"line": "..."} object. */
-static const char *sample_text(checker *c, const cJSON *s, size_t *len)
-{
-    const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
-    if (!cJSON_IsString(line))
-        return NULL;
-    line_ctx ctx;
-    return matcher_strip(c->m, line->valuestring, strlen(line->valuestring), len, &ctx);
-}
-
 /* Every context rule needs lines it must give its result for; each entry must be {"line","source"}. */
 static int need_samples(checker *c, const char *file, const char *name, const cJSON *yes, const cJSON *no)
 {
@@ -296,6 +285,27 @@ static int need_samples(checker *c, const char *file, const char *name, const cJ
                                            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "source")))
             problem(c, file, name, "a sample needs a \"line\" and a \"source\"");
     return 1;
+}
+
+/* How a sample of one kind of context rule is judged; yes: from "samples" (must give the rule's
+ * result), else from "not_samples" (must not). */
+typedef void (*judge_fn)(checker *c, const void *rule, const char *name, const char *line, int yes, size_t *runs);
+
+/* Every sample line of a context rule to judge, "samples" first, then "not_samples"; a rule without
+ * samples is reported (need_samples) and not judged. */
+static void each_sample(checker *c, const char *file, const char *name, const cJSON *yes, const cJSON *no,
+                        judge_fn judge, const void *rule, size_t *runs)
+{
+    if (!need_samples(c, file, name, yes, no))
+        return;
+    const cJSON *s;
+    for (int k = 1; k >= 0; k--)
+        cJSON_ArrayForEach(s, (k ? yes : no))
+        {
+            const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
+            if (cJSON_IsString(line))
+                judge(c, rule, name, line->valuestring, k, runs);
+        }
 }
 
 /* The frame rule a sample gives: a code rule's samples are code lines (as printed under a frame),
@@ -317,43 +327,28 @@ static int frame_winner(checker *c, const pdb_frame_rule *r, const char *t, size
     return r->fallback ? fb : best;
 }
 
-static void check_frame_rule(checker *c, size_t idx, size_t *runs)
+/* A frame rule's sample: its winner must be a rule of the same phase and framework. */
+static void judge_frame(checker *c, const void *rule, const char *name, const char *line, int yes, size_t *runs)
 {
-    const pdb_frame_rule *r = &c->db->frames[idx];
-    char name[200];
-    pdb_frame_rule_name(r, name, sizeof name);
-    if (!need_samples(c, r->file, name, r->samples, r->not_samples))
-        return;
-    const cJSON *s;
-    cJSON_ArrayForEach(s, r->samples)
-    {
-        size_t n;
-        const char *t = sample_text(c, s, &n);
-        if (!t)
-            continue;
-        ++*runs;
-        int w = frame_winner(c, r, t, n);
-        if (w == -2)
-            problem(c, r->file, name, "sample is not a traceback frame line: %.160s", t);
-        else if (w < 0)
-            problem(c, r->file, name, "does not match its sample: %.160s", t);
-        else if (c->db->frames[w].phase != r->phase || c->db->frames[w].framework != r->framework) {
-            char other[200];
-            pdb_frame_rule_name(&c->db->frames[w], other, sizeof other);
-            problem(c, r->file, name, "its sample is won by %s (phase %s): %.120s", other,
-                    tax_phase_name((tax_phase)c->db->frames[w].phase), t);
-        }
-    }
-    cJSON_ArrayForEach(s, r->not_samples)
-    {
-        size_t n;
-        const char *t = sample_text(c, s, &n);
-        if (!t)
-            continue;
-        ++*runs;
-        int w = frame_winner(c, r, t, n);
-        if (w >= 0 && c->db->frames[w].phase == r->phase && c->db->frames[w].framework == r->framework)
+    const pdb_frame_rule *r = rule;
+    line_ctx ctx;
+    size_t n;
+    const char *t = matcher_strip(c->m, line, strlen(line), &n, &ctx);
+    ++*runs;
+    int w = frame_winner(c, r, t, n);
+    int mine = w >= 0 && c->db->frames[w].phase == r->phase && c->db->frames[w].framework == r->framework;
+    if (!yes) {
+        if (mine)
             problem(c, r->file, name, "gives its result for a line it must not: %.160s", t);
+    } else if (w == -2)
+        problem(c, r->file, name, "sample is not a traceback frame line: %.160s", t);
+    else if (w < 0)
+        problem(c, r->file, name, "does not match its sample: %.160s", t);
+    else if (!mine) {
+        char other[200];
+        pdb_frame_rule_name(&c->db->frames[w], other, sizeof other);
+        problem(c, r->file, name, "its sample is won by %s (phase %s): %.120s", other,
+                tax_phase_name((tax_phase)c->db->frames[w].phase), t);
     }
 }
 
@@ -366,35 +361,24 @@ static int marker_winner(checker *c, const char *t)
     return c->ps ? phase_last_marker(c->ps, &line) : -1;
 }
 
-static void check_marker(checker *c, size_t idx, size_t *runs)
+/* A marker's sample, scanned alone: the marker deciding it must be one of the same phase and
+ * framework (and the sample must hold the literal); a not_sample holding it must not be. */
+static void judge_marker(checker *c, const void *rule, const char *name, const char *t, int yes, size_t *runs)
 {
-    const pdb_marker *mk = &c->db->markers[idx];
-    char name[200];
-    pdb_marker_name(mk, name, sizeof name);
-    if (!need_samples(c, mk->file, name, mk->samples, mk->not_samples))
-        return;
-    const cJSON *s;
-    for (int yes = 1; yes >= 0; yes--)
-        cJSON_ArrayForEach(s, (yes ? mk->samples : mk->not_samples))
-        {
-            const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
-            if (!cJSON_IsString(line))
-                continue;
-            ++*runs;
-            const char *t = line->valuestring;
-            int w = marker_winner(c, t);
-            const pdb_marker *o = w >= 0 ? &c->db->markers[w] : NULL;
-            int mine = o && o->phase == mk->phase && o->framework == mk->framework;
-            if (yes && !strstr(t, mk->literal))
-                problem(c, mk->file, name, "sample does not hold the literal: %.160s", t);
-            else if (yes && !mine) {
-                char other[200] = "no marker";
-                if (o)
-                    pdb_marker_name(o, other, sizeof other);
-                problem(c, mk->file, name, "its sample is won by %s, of another phase: %.120s", other, t);
-            } else if (!yes && strstr(t, mk->literal) && mine)
-                problem(c, mk->file, name, "gives its phase for a line it must not: %.160s", t);
-        }
+    const pdb_marker *mk = rule;
+    ++*runs;
+    int w = marker_winner(c, t);
+    const pdb_marker *o = w >= 0 ? &c->db->markers[w] : NULL;
+    int mine = o && o->phase == mk->phase && o->framework == mk->framework;
+    if (yes && !strstr(t, mk->literal))
+        problem(c, mk->file, name, "sample does not hold the literal: %.160s", t);
+    else if (yes && !mine) {
+        char other[200] = "no marker";
+        if (o)
+            pdb_marker_name(o, other, sizeof other);
+        problem(c, mk->file, name, "its sample is won by %s, of another phase: %.120s", other, t);
+    } else if (!yes && strstr(t, mk->literal) && mine)
+        problem(c, mk->file, name, "gives its phase for a line it must not: %.160s", t);
 }
 
 /* The framework a sample tells: a path rule's samples are frame lines, read as phase_frame reads
@@ -415,32 +399,21 @@ static int fw_winner(checker *c, const pdb_fw_rule *r, const char *raw, size_t *
     return fw == FW_UNKNOWN ? -1 : fw;
 }
 
-static void check_fw_rule(checker *c, size_t idx, size_t *runs)
+/* A framework rule's sample must tell its framework (and hold its literal); a not_sample holding the
+ * literal must not. */
+static void judge_fw(checker *c, const void *rule, const char *name, const char *t, int yes, size_t *runs)
 {
-    const pdb_fw_rule *r = &c->db->fw_rules[idx];
-    char name[200];
-    pdb_fw_rule_name(r, name, sizeof name);
-    if (!need_samples(c, r->file, name, r->samples, r->not_samples))
-        return;
-    const cJSON *s;
-    for (int yes = 1; yes >= 0; yes--)
-        cJSON_ArrayForEach(s, (yes ? r->samples : r->not_samples))
-        {
-            const cJSON *line = cJSON_GetObjectItemCaseSensitive(s, "line");
-            if (!cJSON_IsString(line))
-                continue;
-            const char *t = line->valuestring;
-            int w = fw_winner(c, r, t, runs);
-            if (w == -2)
-                problem(c, r->file, name, "sample is not a traceback frame line (a \"path\" rule): %.160s", t);
-            else if (yes && !strstr(t, r->literal))
-                problem(c, r->file, name, "sample does not hold the literal: %.160s", t);
-            else if (yes && w != r->framework)
-                problem(c, r->file, name, "its sample tells framework %s: %.120s",
-                        w < 0 ? "none" : tax_framework_name((tax_framework)w), t);
-            else if (!yes && w == r->framework && strstr(t, r->literal))
-                problem(c, r->file, name, "gives its framework for a line it must not: %.160s", t);
-        }
+    const pdb_fw_rule *r = rule;
+    int w = fw_winner(c, r, t, runs);
+    if (w == -2)
+        problem(c, r->file, name, "sample is not a traceback frame line (a \"path\" rule): %.160s", t);
+    else if (yes && !strstr(t, r->literal))
+        problem(c, r->file, name, "sample does not hold the literal: %.160s", t);
+    else if (yes && w != r->framework)
+        problem(c, r->file, name, "its sample tells framework %s: %.120s",
+                w < 0 ? "none" : tax_framework_name((tax_framework)w), t);
+    else if (!yes && w == r->framework && strstr(t, r->literal))
+        problem(c, r->file, name, "gives its framework for a line it must not: %.160s", t);
 }
 
 static const char *const valid_changes[] = {"halve", "double", "decrease", "increase", "enable", "disable",
@@ -533,12 +506,22 @@ size_t oomscan_db_check(const oomscan_db *odb, oomscan_check_fn fn, void *ud, si
         check_pattern(&c, db, c.m, i, &runs);
     for (size_t i = 0; i < db->n_prefixes; i++)
         check_prefix(&c, db, c.m, i, &runs);
-    for (size_t i = 0; i < db->n_frames; i++)
-        check_frame_rule(&c, i, &runs);
-    for (size_t i = 0; i < db->n_markers; i++)
-        check_marker(&c, i, &runs);
-    for (size_t i = 0; i < db->n_fw_rules; i++)
-        check_fw_rule(&c, i, &runs);
+    char name[200]; /* each context rule as its messages name it */
+    for (size_t i = 0; i < db->n_frames; i++) {
+        pdb_frame_rule_name(&db->frames[i], name, sizeof name);
+        each_sample(&c, db->frames[i].file, name, db->frames[i].samples, db->frames[i].not_samples, judge_frame,
+                    &db->frames[i], &runs);
+    }
+    for (size_t i = 0; i < db->n_markers; i++) {
+        pdb_marker_name(&db->markers[i], name, sizeof name);
+        each_sample(&c, db->markers[i].file, name, db->markers[i].samples, db->markers[i].not_samples, judge_marker,
+                    &db->markers[i], &runs);
+    }
+    for (size_t i = 0; i < db->n_fw_rules; i++) {
+        pdb_fw_rule_name(&db->fw_rules[i], name, sizeof name);
+        each_sample(&c, db->fw_rules[i].file, name, db->fw_rules[i].samples, db->fw_rules[i].not_samples, judge_fw,
+                    &db->fw_rules[i], &runs);
+    }
     for (size_t i = 0; i < db->n_checklists; i++)
         check_checklist(&c, &db->checklists[i]);
     /* every class/phase pair the data can produce must lead to a checklist (when checklists exist) */
