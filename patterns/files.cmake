@@ -3,6 +3,7 @@ set(OOMSCAN_DATA_FILES
   context/frameworks.json
   context/phases.json
   context/prefixes.json
+  context/versions.json
   context/xid.json
   failures/dataloader.json
   failures/dumps.json

@@ -15,6 +15,7 @@
 #include "db/patterndb.h"
 #include "match/config.h"
 #include "match/scan.h"
+#include "match/version.h"
 #include "story/story.h"
 #include "check_main.h"
 #include "membuf.h"
@@ -226,6 +227,87 @@ START_TEST(test_advice_older_pytorch_gets_no_expandable_segments)
 }
 END_TEST
 
+/* The advice of the first finding of `log` under framework fw, with the job's settings and versions. */
+static advice *advice_of_log(const char *log, int fw, run_out *r)
+{
+    *r = scan_text(embedded(), log, strlen(log), 0, 0);
+    ck_assert_uint_ge(r->st->n, 1);
+    advice *a = advice_resolve(r->db, &r->st->f[0], fw, r->st->config, "");
+    ck_assert_ptr_nonnull(a);
+    return a;
+}
+
+/* The allocator setting follows the PyTorch the log printed: expandable_segments from 2.1 (2.0.1
+ * rejects it: deepseek-ai/DeepSeek-VL2#103), max_split_size_mb before; both when no version shows. */
+START_TEST(test_advice_printed_torch_version_decides_allocator_setting)
+{
+    static const struct {
+        const char *version_line; /* real lines: fixtures/realjobs (Debian's torch 1.13), pytorch/pytorch#122057 */
+        const char *oom;
+        int expandable, max_split, refuted;
+    } cases[] = {
+        {"    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())\n", LINE_TRL, 0,
+         1, 1},
+        {"", LINE_TRL, 1, 1, 0},
+        {"> PyTorch version: 2.3.1+cu121\n", LINE_MGFN, 1, 0, 0},
+        {"", LINE_MGFN, 0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char log[2048];
+        snprintf(log, sizeof log, "%s%s\n", cases[i].version_line, cases[i].oom);
+        run_out r;
+        advice *a = advice_of_log(log, FW_PYTORCH, &r);
+        char *js = cJSON_PrintUnformatted(a->remediation), *d = cJSON_PrintUnformatted(a->diagnosis);
+        ck_assert_msg(!!strstr(js, "expandable_segments:True") == cases[i].expandable, "case %zu: %s", i, js);
+        ck_assert_msg(!!strstr(js, "max_split_size_mb:512") == cases[i].max_split, "case %zu: %s", i, js);
+        ck_assert_msg(!!strstr(d, "torch_predates_expandable") == cases[i].refuted, "case %zu: %s", i, d);
+        if (cases[i].refuted)
+            HAS(d, "PyTorch 1.13.0a0+gitunknown (printed at mem.log:1)");
+        check_consistent(r.db, a, "printed torch version");
+        free(js);
+        free(d);
+        advice_free(a);
+        scan_done(&r);
+    }
+}
+END_TEST
+
+/* Versions read from start-up banners (real lines, sources in patterns/context/versions.json) go with
+ * the advice of the job's findings; a package whose name only ends in "torch" is not PyTorch. */
+START_TEST(test_advice_versions_from_banners)
+{
+    static const char log[] =
+        "(EngineCore pid=1057) INFO 04-16 02:33:00 [core.py:107] Initializing a V1 LLM engine (v0.19.1rc1.dev241+"
+        "g4d042ed85.d20260413) with config: model='Qwen/Qwen2.5-1.5B-Instruct-AWQ', speculative_config=None\n"
+        "[2024-07-10 16:18:01,485] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.14.0, "
+        "git-hash=unknown, git-branch=unknown\n"
+        "pytorch-triton==2.1.0\n";
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s%s\n", log, LINE_TRL);
+    run_out r;
+    advice *a = advice_of_log(buf, FW_VLLM, &r);
+    ck_assert_ptr_nonnull(a->versions);
+    ck_assert_str_eq(jstr(a->versions, "vllm"), "0.19.1rc1.dev241+g4d042ed85.d20260413");
+    ck_assert_str_eq(jstr(a->versions, "vllm_engine"), "V1");
+    ck_assert_str_eq(jstr(a->versions, "deepspeed"), "0.14.0");
+    ck_assert_ptr_null(jstr(a->versions, "torch"));
+    advice_free(a);
+    scan_done(&r);
+    /* a V0 banner names its engine; a log without banners has no versions */
+    static const char v0[] = "INFO 03-12 14:55:27 [llm_engine.py:235] Initializing a V0 LLM engine "
+                             "(v0.7.4.dev390+gdebd6bbf) with config: model='models/llama3.1-8B-INT8'\n";
+    snprintf(buf, sizeof buf, "%s%s\n", v0, LINE_TRL);
+    a = advice_of_log(buf, FW_VLLM, &r);
+    ck_assert_str_eq(jstr(a->versions, "vllm_engine"), "V0");
+    advice_free(a);
+    scan_done(&r);
+    a = advice_of_log(LINE_TRL, FW_VLLM, &r);
+    ck_assert_ptr_null(a->versions);
+    advice_free(a);
+    scan_done(&r);
+}
+END_TEST
+
 START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
 {
     /* the job's argparse Namespace (printed here by Python 3.11) and a kernel OOM kill of its trainer
@@ -318,6 +400,8 @@ int main(void)
     tcase_add_test(tc, test_advice_refuted_premise_moves_last_with_reason);
     tcase_add_test(tc, test_advice_older_pytorch_gets_no_expandable_segments);
     tcase_add_test(tc, test_advice_no_loader_workers_rules_out_fewer_workers);
+    tcase_add_test(tc, test_advice_printed_torch_version_decides_allocator_setting);
+    tcase_add_test(tc, test_advice_versions_from_banners);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
     suite_add_tcase(s, tc);
     return check_run(s);

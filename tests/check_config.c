@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "match/config.h"
+#include "match/version.h"
 #include "check_main.h"
 
 /* Feed every line of `text` to config_capture as the scanner would (the whole text before a line
@@ -388,6 +389,28 @@ START_TEST(test_config_propose_rules)
 }
 END_TEST
 
+/* Versions compare by their release numbers; local and pre-release suffixes do not count. */
+START_TEST(test_config_version_compare)
+{
+    static const struct {
+        const char *a, *b;
+        int sign;
+    } cases[] = {
+        {"2.0.1", "2.1", -1},
+        {"2.1.0+cu121", "2.1", 0},
+        {"1.13.0a0+gitunknown", "2.1", -1},
+        {"2.10.0", "2.9", 1},
+        {"0.7.4.dev390+gdebd6bbf", "0.8", -1},
+        {"0.19.1rc1.dev241", "0.19.1", 0},
+        {"3", "2.1", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int c = version_cmp(cases[i].a, cases[i].b);
+        ck_assert_msg((c > 0) - (c < 0) == cases[i].sign, "%s vs %s: %d", cases[i].a, cases[i].b, c);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config");
@@ -405,6 +428,7 @@ int main(void)
     tcase_add_test(tc, test_config_last_value_wins_and_jobs_apart);
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
     tcase_add_test(tc, test_config_propose_rules);
+    tcase_add_test(tc, test_config_version_compare);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -8,6 +8,7 @@
 #include "advice/diagnosis.h"
 #include "advice/setting.h"
 #include "match/config.h"
+#include "match/version.h"
 
 static const char *jstr(const cJSON *o, const char *k)
 {
@@ -48,6 +49,24 @@ static int conclusion_on(const pdb *db, const cJSON *diag, const cJSON *p, const
     return -1;
 }
 
+/* 1 when the job's logs printed a version outside the range a setting exists in: "since" {component:
+ * version} (first in that version) or "before" {component: version} (gone in it). A version the logs
+ * never printed excludes nothing: both forms are then given. */
+static int version_excludes(const cJSON *set, const config_store *cfg, const char *job)
+{
+    static const char *const keys[] = {"since", "before"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(set, keys[k]))
+        {
+            const config_entry *v = cJSON_IsString(c) ? version_of(cfg, c->string, job) : NULL;
+            if (v && (version_cmp(v->value, c->valuestring) < 0) == (k == 0))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* The settings of one framework as the user writes them, each with the job's value when the log
  * printed it; a setting whose premise the diagnosis refutes (one this PyTorch does not have) is
  * left out. */
@@ -58,7 +77,8 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
     cJSON_ArrayForEach(src, list)
     {
         const cJSON *why = NULL;
-        if (conclusion_on(db, diag, cJSON_GetObjectItemCaseSensitive(src, "premise"), "refutes", &why) >= 0)
+        if (conclusion_on(db, diag, cJSON_GetObjectItemCaseSensitive(src, "premise"), "refutes", &why) >= 0 ||
+            version_excludes(src, cfg, job))
             continue;
         cJSON *set = cJSON_Duplicate(src, 1);
         if (!set || !arr) {
@@ -67,6 +87,8 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
             return NULL;
         }
         cJSON_DeleteItemFromObjectCaseSensitive(set, "premise");
+        cJSON_DeleteItemFromObjectCaseSensitive(set, "since");
+        cJSON_DeleteItemFromObjectCaseSensitive(set, "before");
         cJSON_AddItemToArray(arr, set);
         const config_entry *e = config_lookup(cfg, jstr(set, "key"), job);
         if (e) {
@@ -208,6 +230,24 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
     return o;
 }
 
+/* The versions the job's logs printed, as {"component": "version"}; NULL when none or out of memory. */
+static cJSON *versions_json(const config_store *cfg, const char *job)
+{
+    cJSON *o = NULL;
+    for (size_t i = 0; cfg && i < cfg->n; i++) {
+        const config_entry *e = &cfg->e[i];
+        if (strncmp(e->path, "version.", 8) != 0)
+            continue;
+        const config_entry *latest = config_get(cfg, e->path, job);
+        if (latest != e)
+            continue; /* another read of the same component wins */
+        if (!o && !(o = cJSON_CreateObject()))
+            return NULL;
+        cJSON_AddStringToObject(o, e->path + 8, e->value);
+    }
+    return o;
+}
+
 advice *advice_resolve(const pdb *db, const finding *f, int fw, const config_store *cfg, const char *job)
 {
     advice *a = calloc(1, sizeof *a);
@@ -215,6 +255,7 @@ advice *advice_resolve(const pdb *db, const finding *f, int fw, const config_sto
         return NULL;
     if (!job)
         job = "";
+    a->versions = versions_json(cfg, job);
     a->diagnosis = diagnosis_json(db, f, cfg, job);
     a->remediation = checklist_json(db, f, fw, a->diagnosis, cfg, job);
     if (!a->remediation) {
@@ -230,5 +271,6 @@ void advice_free(advice *a)
         return;
     cJSON_Delete(a->remediation);
     cJSON_Delete(a->diagnosis);
+    cJSON_Delete(a->versions);
     free(a);
 }

@@ -20,6 +20,8 @@ struct config_store;
 typedef struct advice {
     cJSON *remediation; /* {"id", "doc", "title", "steps": [...]}, or JSON null when no checklist applies */
     cJSON *diagnosis;   /* {"conclusions": [{"id", "what", "arithmetic"}...]}, or NULL: nothing concluded */
+    cJSON *versions;    /* {"torch": "2.1.0+cu121", "vllm": "0.8.5", "vllm_engine": "V1", ...}: what the job's
+                         * logs printed (version.h), or NULL when they printed none */
 } advice;
 
 /* The advice for finding f of framework fw (a tax_framework), the job's settings `cfg` (may be NULL)

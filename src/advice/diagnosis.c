@@ -8,6 +8,7 @@
 
 #include "base/values.h"
 #include "match/config.h"
+#include "match/version.h"
 
 #define MAX_VARS 12
 
@@ -89,7 +90,7 @@ static int num(const cJSON *mem, const char *k, double *v)
     return 1;
 }
 
-static void cuda_oom(const pdb *db, const finding *f, cJSON *arr)
+static void cuda_oom(const pdb *db, const finding *f, const config_store *cfg, const char *job, cJSON *arr)
 {
     const cJSON *m = f->memory;
     double req = 0, fr = 0, tot = 0, ru = 0, res = 0, alloc = 0, gpu = -1;
@@ -134,6 +135,15 @@ static void cuda_oom(const pdb *db, const finding *f, cJSON *arr)
         else if (strstr(f->evidence[k], "max_split_size_mb"))
             expandable = 0, hint_old = 1;
     }
+    /* the PyTorch the log printed settles it: expandable_segments came with 2.1 */
+    const config_entry *torch = version_of(cfg, "torch", job);
+    int torch_old = torch && version_cmp(torch->value, "2.1") < 0;
+    if (torch) {
+        expandable = !torch_old;
+        hint_old = 0;
+        var(&v, "torch", "%s", torch->value);
+        var(&v, "at", "%s:%llu", torch->file, (unsigned long long)torch->line);
+    }
     if (has_req && has_ru) {
         var_bytes(&v, "unallocated", ru);
         var(&v, "setting", "%s", expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
@@ -144,6 +154,8 @@ static void cuda_oom(const pdb *db, const finding *f, cJSON *arr)
     }
     if (hint_old)
         conclude(db, arr, "old_allocator", &v);
+    else if (torch_old)
+        conclude(db, arr, "torch_predates_expandable", &v);
     /* PyTorch 2.1-2.3 list every process on the GPU as "Process N has X memory in use", the failing
      * one included; later versions print the failing one apart ("this process has ...") and list only
      * the others. So without that clause, exactly one listed entry is the failing process: the one
@@ -281,7 +293,7 @@ cJSON *diagnosis_json(const pdb *db, const finding *f, const config_store *cfg, 
     if (!arr)
         return NULL;
     if (f->cls == CLS_CUDA_OOM)
-        cuda_oom(db, f, arr);
+        cuda_oom(db, f, cfg, job ? job : "", arr);
     else if (f->cls == CLS_KV_CACHE_OOM)
         kv_cache(db, f, arr);
     else if (f->cls == CLS_HOST_OOM_KILL)

@@ -122,6 +122,16 @@ void pdb_free(pdb *db)
         cJSON_Delete(db->fw_rules[i].not_samples);
     }
     free(db->fw_rules);
+    for (size_t i = 0; i < db->n_versions; i++) {
+        free(db->versions[i].literal);
+        free(db->versions[i].component);
+        free(db->versions[i].regex_src);
+        free(db->versions[i].file);
+        cJSON_Delete(db->versions[i].samples);
+        cJSON_Delete(db->versions[i].not_samples);
+        pcre2_code_free(db->versions[i].re.code);
+    }
+    free(db->versions);
     for (size_t i = 0; i < db->n_xids; i++) {
         free(db->xids[i].meaning);
         free(db->xids[i].cause);
@@ -414,6 +424,11 @@ void pdb_marker_name(const pdb_marker *m, char *out, size_t cap) { rule_name(out
 
 void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap) { rule_name(out, cap, "rules", NULL, r->literal); }
 
+void pdb_version_rule_name(const pdb_version_rule *r, char *out, size_t cap)
+{
+    rule_name(out, cap, "rules", NULL, r->literal);
+}
+
 static oomscan_status load_frames(pdb *db, const cJSON *doc, const char *file, int fallback, oomscan_diag *diag)
 {
     static const char *const kinds[] = {"func", "code", "path"};
@@ -535,6 +550,33 @@ static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *fil
         r->framework = fw;
         r->in_path = where && strcmp(where, "path") == 0;
         if (!(r->literal = strdup(lit)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        oomscan_status st = keep_samples(j, file, name, &r->file, &r->samples, &r->not_samples, diag);
+        if (st)
+            return st;
+    }
+    return OOMSCAN_OK;
+}
+
+/* Version rules (versions.json): a literal, the component it names and the regex that reads it. */
+static oomscan_status load_versions(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    const cJSON *rules = cJSON_GetObjectItemCaseSensitive(doc, "rules");
+    if (!cJSON_IsArray(rules))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "\"rules\" must be an array");
+    const cJSON *j;
+    cJSON_ArrayForEach(j, rules)
+    {
+        const char *lit = jstr(j, "literal"), *comp = jstr(j, "component"), *re = jstr(j, "regex");
+        char name[200];
+        rule_name(name, sizeof name, "rules", NULL, lit);
+        if (!lit || strlen(lit) < 4 || !comp || !*comp || !re || !strstr(re, "(?<version>"))
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "%s: needs a literal of 4 bytes or more, a \"component\" and a \"regex\" with a "
+                            "(?<version>...) group", name);
+        GROW(db->versions, db->n_versions, 0);
+        pdb_version_rule *r = &db->versions[db->n_versions++];
+        if (!(r->literal = strdup(lit)) || !(r->component = strdup(comp)) || !(r->regex_src = strdup(re)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         oomscan_status st = keep_samples(j, file, name, &r->file, &r->samples, &r->not_samples, diag);
         if (st)
@@ -764,13 +806,15 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
         st = load_checklist(db, doc, file, diag);
     else if (strcmp(format, "oomscan-xid/1") == 0)
         st = load_xids(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-versions/1") == 0)
+        st = load_versions(db, doc, file, diag);
     else if (strcmp(format, "oomscan-steps/1") == 0)
         st = load_steps(db, doc, file, diag);
     else if (strcmp(format, "oomscan-diagnosis/1") == 0)
         st = load_conclusions(db, doc, file, diag);
     else
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
-                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -diagnosis/1, -xid/1)", format);
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -diagnosis/1, -xid/1, -versions/1)", format);
     cJSON_Delete(doc);
     return st;
 }
@@ -1060,6 +1104,14 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
     for (size_t i = 0; i < db->n_fw_rules; i++)
         if (!db->fw_rules[i].in_path && (st = add_literal(db, db->fw_rules[i].literal, LIT_FRAMEWORK, i, diag)))
             return st;
+    for (size_t i = 0; i < db->n_versions; i++) {
+        pdb_version_rule *r = &db->versions[i];
+        char name[200];
+        pdb_version_rule_name(r, name, sizeof name);
+        if ((st = compile_one(r->regex_src, &r->re, r->file, name, 0, diag)) ||
+            (st = add_literal(db, r->literal, LIT_VERSION, i, diag)))
+            return st;
+    }
     if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||
         (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
         (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = resolve_checklists(db, diag)) ||

@@ -104,6 +104,14 @@ typedef struct {
     int in_path; /* 1: matched against traceback paths; 0: anywhere in a line */
 } pdb_fw_rule;
 
+/* A version rule (patterns/context/versions.json): on a line holding `literal`, `regex` reads the
+ * version of `component` (named group "version"; any other named group gives "<component>_<name>"). */
+typedef struct {
+    char *literal, *component, *regex_src, *file;
+    cJSON *samples, *not_samples;
+    pdb_regex re; /* matched without JIT: a version line is rare */
+} pdb_version_rule;
+
 /* One NVIDIA Xid code from patterns/context/xid.json: what it means and where its cause usually lies
  * ("hardware", "application", "driver" or "follow_on"). */
 typedef struct {
@@ -118,7 +126,7 @@ typedef struct {
 } pdb_checklist;
 
 /* What a prefilter literal leads to. */
-typedef enum { LIT_PATTERN, LIT_MARKER, LIT_FRAMEWORK, LIT_TRACEBACK, LIT_FRAME, LIT_CONFIG } pdb_lit_kind;
+typedef enum { LIT_PATTERN, LIT_MARKER, LIT_FRAMEWORK, LIT_TRACEBACK, LIT_FRAME, LIT_CONFIG, LIT_VERSION } pdb_lit_kind;
 
 typedef struct {
     pdb_lit_kind kind;
@@ -142,6 +150,8 @@ typedef struct pdb {
     size_t n_markers;
     pdb_fw_rule *fw_rules;
     size_t n_fw_rules;
+    pdb_version_rule *versions;
+    size_t n_versions;
     pdb_xid *xids;
     size_t n_xids;
     pdb_checklist *checklists;
@@ -201,6 +211,7 @@ const pdb_xid *pdb_xid_lookup(const pdb *db, long code);
 void pdb_frame_rule_name(const pdb_frame_rule *r, char *out, size_t cap);
 void pdb_marker_name(const pdb_marker *m, char *out, size_t cap);
 void pdb_fw_rule_name(const pdb_fw_rule *r, char *out, size_t cap);
+void pdb_version_rule_name(const pdb_version_rule *r, char *out, size_t cap);
 
 /* The unit declared for capture `name` of pattern `p`, or NULL. */
 const char *pdb_unit_for(const pdb_pattern *p, const char *name);

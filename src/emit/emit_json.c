@@ -136,6 +136,8 @@ cJSON *emit_finding_json(const result_finding *rf)
             timefmt_format(&f->first.time, t, sizeof t);
             cJSON_AddStringToObject(ctx, "time", t);
         }
+        if (rf->versions)
+            cJSON_AddItemToObject(ctx, "versions", cJSON_Duplicate(rf->versions, 1));
     }
     if (rf->caused_by)
         cJSON_AddStringToObject(o, "caused_by", rf->caused_by);

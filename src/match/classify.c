@@ -9,6 +9,7 @@
 #include "base/values.h"
 #include "match/config.h"
 #include "match/lines.h"
+#include "match/version.h"
 
 #define JOIN_MAX 2     /* continuation lines tried for a wrapped message */
 #define JOIN_CAP 8192
@@ -94,7 +95,7 @@ int classify_is_cheap(const pdb *db, size_t lit)
 {
     for (size_t k = 0; k < db->literals[lit].n_targets; k++) {
         pdb_lit_kind kind = db->literals[lit].targets[k].kind;
-        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG)
+        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG && kind != LIT_VERSION)
             return 0;
         if (kind == LIT_MARKER && db->markers[db->literals[lit].targets[k].index].late)
             return 0; /* a late marker reads its line (the killed task's PID) */
@@ -112,6 +113,16 @@ static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t 
                : OOMSCAN_OK;
 }
 
+/* A version (version.h) printed in the line [start, end), read by rule `idx` into the job's settings. */
+static oomscan_status capture_version(classifier *c, const scan_view *v, size_t idx, size_t start, size_t end,
+                                      uint64_t line)
+{
+    return version_capture(&c->st->config, &c->db->versions[idx], (const char *)v->buf + start, end - start,
+                           c->src->job_id, c->src->path, line) < 0
+               ? OOMSCAN_ERR_NOMEM
+               : OOMSCAN_OK;
+}
+
 oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line)
 {
     const pdb_literal *l = &c->db->literals[lit];
@@ -121,6 +132,11 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
             phase_marker(c->ps, tg->index, line);
         } else if (tg->kind == LIT_FRAMEWORK) {
             phase_framework_vote(c->ps, c->db->fw_rules[tg->index].framework);
+        } else if (tg->kind == LIT_VERSION) {
+            size_t s, e;
+            lines_bounds(v->buf, 0, v->region_end, pos, &s, &e);
+            if (capture_version(c, v, tg->index, s, e, line))
+                return OOMSCAN_ERR_NOMEM;
         } else {
             /* a printed setting is read where the prefilter found its name: a log that echoes
              * settings stays on the fast path */
@@ -274,6 +290,10 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
             case LIT_CONFIG:
                 if (ncfg < CLASSIFY_MAX_TARGETS)
                     cfgs[ncfg++] = tg->index;
+                break;
+            case LIT_VERSION:
+                if (capture_version(c, v, tg->index, li->start, li->end, li->line))
+                    st = OOMSCAN_ERR_NOMEM;
                 break;
             }
         }

@@ -149,6 +149,23 @@ static int put(config_store **sp, const char *path, const char *value, const cha
     return 0;
 }
 
+int config_put(config_store **st, const char *path, const char *value, const char *job, const char *file,
+               uint64_t line)
+{
+    return put(st, path, value, job, file, line);
+}
+
+const config_entry *config_get(const config_store *st, const char *path, const char *job)
+{
+    const config_entry *best = NULL;
+    for (size_t i = 0; st && path && i < st->n; i++) {
+        const config_entry *e = &st->e[i];
+        if (strcmp(e->path, path) == 0 && job_match(e->job, job ? job : "") && (!best || e->seq > best->seq))
+            best = e;
+    }
+    return best;
+}
+
 int config_store_merge(config_store **dst, config_store **src)
 {
     config_store *s = *src;

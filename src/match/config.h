@@ -39,6 +39,14 @@ void config_store_free(config_store *s);
  * set to NULL. Returns 0, -1 out of memory. */
 int config_store_merge(config_store **dst, config_store **src);
 
+/* Set `path` = `value` for job `job` as read at file:line, a later read of the same path and job
+ * winning: for values other rules read (versions, version.h). Returns 0, -1 out of memory. */
+int config_put(config_store **st, const char *path, const char *value, const char *job, const char *file,
+               uint64_t line);
+
+/* The latest entry whose path is exactly `path`, of job `job` ("" matches every job); NULL when none. */
+const config_entry *config_get(const config_store *st, const char *path, const char *job);
+
 /* The text to search the log for when a checklist names setting `key`, written into lit (cap bytes),
  * and a second spelling into alt ("max-tokens-per-gpu" for "--max-tokens-per-gpu", else "").
  * Returns 1 when the key can be read from a log (a real key, long enough to be rare), else 0. */

@@ -14,6 +14,7 @@
 #include "match/match.h"
 #include "match/phase.h"
 #include "match/scan.h"
+#include "match/version.h"
 #include "story/story.h"
 
 typedef struct {
@@ -416,6 +417,52 @@ static void judge_fw(checker *c, const void *rule, const char *name, const char 
         problem(c, r->file, name, "gives its framework for a line it must not: %.160s", t);
 }
 
+/* A version rule's samples give their "version" (and every other group the sample names, vLLM's
+ * "engine"); its not_samples give none. */
+static void check_version_rule(checker *c, size_t idx, size_t *runs)
+{
+    const pdb_version_rule *r = &c->db->versions[idx];
+    char name[200];
+    pdb_version_rule_name(r, name, sizeof name);
+    if (!need_samples(c, r->file, name, r->samples, r->not_samples))
+        return;
+    const cJSON *s;
+    cJSON_ArrayForEach(s, r->samples)
+    {
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "line"));
+        if (!t)
+            continue;
+        ++*runs;
+        if (!strstr(t, r->literal)) {
+            problem(c, r->file, name, "sample does not hold the literal: %.160s", t);
+            continue;
+        }
+        const cJSON *want;
+        int named = 0;
+        cJSON_ArrayForEach(want, s)
+        {
+            if (!strcmp(want->string, "line") || !strcmp(want->string, "source"))
+                continue;
+            char got[128] = "";
+            named |= !strcmp(want->string, "version");
+            if (!cJSON_IsString(want) || !version_read(r, t, strlen(t), want->string, got, sizeof got) ||
+                strcmp(got, want->valuestring) != 0)
+                problem(c, r->file, name, "sample gives %s \"%s\", not \"%s\": %.120s", want->string, got,
+                        cJSON_IsString(want) ? want->valuestring : "?", t);
+        }
+        if (!named)
+            problem(c, r->file, name, "a sample needs the \"version\" it must give: %.160s", t);
+    }
+    cJSON_ArrayForEach(s, r->not_samples)
+    {
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "line"));
+        char got[128];
+        ++*runs;
+        if (t && version_read(r, t, strlen(t), "version", got, sizeof got))
+            problem(c, r->file, name, "reads version \"%s\" from a line it must not: %.120s", got, t);
+    }
+}
+
 static const char *const valid_changes[] = {"halve", "double", "decrease", "increase", "enable", "disable",
                                             /* for commands and things to look at */
                                             "run", "check", "read", "compare", "find", "compute", "adjust"};
@@ -522,6 +569,8 @@ size_t oomscan_db_check(const oomscan_db *odb, oomscan_check_fn fn, void *ud, si
         each_sample(&c, db->fw_rules[i].file, name, db->fw_rules[i].samples, db->fw_rules[i].not_samples, judge_fw,
                     &db->fw_rules[i], &runs);
     }
+    for (size_t i = 0; i < db->n_versions; i++)
+        check_version_rule(&c, i, &runs);
     for (size_t i = 0; i < db->n_checklists; i++)
         check_checklist(&c, &db->checklists[i]);
     /* every class/phase pair the data can produce must lead to a checklist (when checklists exist) */

@@ -29,6 +29,7 @@ void result_finding_clear(result_finding *rf)
         return;
     cJSON_Delete(rf->remediation);
     cJSON_Delete(rf->diagnosis);
+    cJSON_Delete(rf->versions);
     free(rf->sources);
     memset(rf, 0, sizeof *rf);
 }
@@ -71,7 +72,8 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
         if (a) {
             rf->remediation = a->remediation;
             rf->diagnosis = a->diagnosis;
-            a->remediation = a->diagnosis = NULL;
+            rf->versions = a->versions;
+            a->remediation = a->diagnosis = a->versions = NULL;
             advice_free(a);
         }
     }

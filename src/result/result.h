@@ -54,6 +54,7 @@ typedef struct {
     size_t n_sources;
     cJSON *remediation;           /* the checklist with current/proposed settings; JSON null if none */
     cJSON *diagnosis;             /* {"conclusions": [...]}, NULL when nothing can be concluded */
+    cJSON *versions;              /* {"torch": "2.1.0", ...} the job's logs printed (advice.h), NULL: none */
 } result_finding;
 
 typedef struct {
