@@ -308,6 +308,56 @@ START_TEST(test_advice_versions_from_banners)
 }
 END_TEST
 
+/* A memory snapshot's measured fragmentation (memory.snapshot, src/dumps/memsnap.c) decides over what
+ * the message lets us infer: high puts the allocator step first with the measured number, low moves it
+ * last with the reason. The snapshots are written here; the OOM lines are real (see remedy_lines.h). */
+START_TEST(test_advice_measured_fragmentation_orders_allocator_step)
+{
+    static const struct {
+        const char *oom, *snapshot, *conclusion, *words;
+        int first; /* 1: the allocator step comes first; 0: it is last, refuted */
+    } cases[] = {
+        /* the message says 6.77 GiB unallocated < 13.91 GiB requested; the snapshot measured 90% */
+        {LINE_VERL,
+         "{\"fragmentation\":0.9,\"free_cached_bytes\":21474836480,\"largest_free_block_bytes\":2147483648,"
+         "\"fragmented\":true}",
+         "snapshot_fragmentation", "the cache 90% fragmented", 1},
+        /* the message says 2.57 GiB unallocated >= 388 MiB; the snapshot measured 5% */
+        {LINE_TRL,
+         "{\"fragmentation\":0.05,\"free_cached_bytes\":3221225472,\"largest_free_block_bytes\":3060164198,"
+         "\"fragmented\":false}",
+         "snapshot_low_fragmentation", "only 5% fragmented", 0},
+        /* a free cache smaller than the request: no layout of it would have served the request */
+        {LINE_TRL,
+         "{\"fragmentation\":0.8,\"free_cached_bytes\":104857600,\"largest_free_block_bytes\":20971520,"
+         "\"fragmented\":false}",
+         "snapshot_small_cache", "only 100 MiB cached but free", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_out r = scan_text(embedded(), cases[i].oom, strlen(cases[i].oom), 0, 0);
+        finding *f = &r.st->f[0];
+        cJSON_AddItemToObject(f->memory, "snapshot", cJSON_Parse(cases[i].snapshot));
+        advice *a = advice_resolve(r.db, f, FW_PYTORCH, NULL, "");
+        char *d = cJSON_PrintUnformatted(a->diagnosis);
+        HAS(d, cases[i].conclusion);
+        HAS(d, cases[i].words);
+        /* measured beats inferred: the message's own verdict is not stated beside it */
+        ck_assert_msg(!strstr(d, "\"id\":\"fragmentation\"") && !strstr(d, "\"id\":\"no_fragmentation\""),
+                      "case %zu: %s", i, d);
+        const cJSON *steps = cJSON_GetObjectItemCaseSensitive(a->remediation, "steps");
+        const cJSON *st = cJSON_GetArrayItem(steps, cases[i].first ? 0 : cJSON_GetArraySize(steps) - 1);
+        ck_assert_str_eq(jstr(st, "id"), "allocator_fragmentation");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(st, cases[i].first ? "first_because" : "premise_refuted");
+        ck_assert_msg(jstr(why, "conclusion") && !strcmp(jstr(why, "conclusion"), cases[i].conclusion), "case %zu", i);
+        HAS(jstr(why, "what"), cases[i].words);
+        check_consistent(r.db, a, "measured fragmentation");
+        free(d);
+        advice_free(a);
+        scan_done(&r);
+    }
+}
+END_TEST
+
 START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
 {
     /* the job's argparse Namespace (printed here by Python 3.11) and a kernel OOM kill of its trainer
@@ -402,6 +452,7 @@ int main(void)
     tcase_add_test(tc, test_advice_no_loader_workers_rules_out_fewer_workers);
     tcase_add_test(tc, test_advice_printed_torch_version_decides_allocator_setting);
     tcase_add_test(tc, test_advice_versions_from_banners);
+    tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
     suite_add_tcase(s, tc);
     return check_run(s);

@@ -10,7 +10,7 @@
 #include "match/config.h"
 #include "match/version.h"
 
-#define MAX_VARS 12
+#define MAX_VARS 24
 
 /* The numbers one conclusion is worded with: {name} -> value. */
 typedef struct {
@@ -90,6 +90,36 @@ static int num(const cJSON *mem, const char *k, double *v)
     return 1;
 }
 
+/* A CUDA memory snapshot's fragmentation (memory.snapshot, src/dumps/memsnap.c): 1 - largest free
+ * block / free cache. High when the request did not fit any free block although the free cache held
+ * enough (`fragmented`), or, with no request known, when half the free cache or more lies outside its
+ * largest block. Concludes and returns 1 when the finding has a snapshot, else 0. */
+static int measured_fragmentation(const pdb *db, const cJSON *m, double req, vars *v, cJSON *arr)
+{
+    const cJSON *snap = cJSON_GetObjectItemCaseSensitive(m, "snapshot");
+    double frag, fc = 0, lf = 0, sreq = req;
+    if (!cJSON_IsObject(snap) || !num(snap, "fragmentation", &frag))
+        return 0;
+    num(snap, "free_cached_bytes", &fc);
+    num(snap, "largest_free_block_bytes", &lf);
+    if (sreq < 0)
+        num(snap, "requested_bytes", &sreq);
+    var(v, "fragmentation", "%.0f%%", 100.0 * frag);
+    var_bytes(v, "free_cached", fc);
+    var_bytes(v, "largest_free", lf);
+    if (req < 0)
+        var_bytes(v, "requested", sreq > 0 ? sreq : 0); /* else the message's, already set */
+    const cJSON *fragmented = cJSON_GetObjectItemCaseSensitive(snap, "fragmented");
+    int high = cJSON_IsBool(fragmented) ? cJSON_IsTrue(fragmented) : frag >= 0.5;
+    if (high)
+        conclude(db, arr, "snapshot_fragmentation", v);
+    else if (sreq > 0 && fc < sreq)
+        conclude(db, arr, "snapshot_small_cache", v);
+    else
+        conclude(db, arr, "snapshot_low_fragmentation", v);
+    return 1;
+}
+
 static void cuda_oom(const pdb *db, const finding *f, const config_store *cfg, const char *job, cJSON *arr)
 {
     const cJSON *m = f->memory;
@@ -144,10 +174,11 @@ static void cuda_oom(const pdb *db, const finding *f, const config_store *cfg, c
         var(&v, "torch", "%s", torch->value);
         var(&v, "at", "%s:%llu", torch->file, (unsigned long long)torch->line);
     }
-    if (has_req && has_ru) {
+    var(&v, "setting", "%s", expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+                                        : "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128");
+    /* a memory snapshot measured what the message only lets us infer: it decides */
+    if (!measured_fragmentation(db, m, has_req ? req : -1, &v, arr) && has_req && has_ru) {
         var_bytes(&v, "unallocated", ru);
-        var(&v, "setting", "%s", expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-                                            : "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128");
         /* the caching allocator could have served the request from reserved blocks if they were
          * contiguous: only then is fragmentation the cause */
         conclude(db, arr, ru >= req ? "fragmentation" : "no_fragmentation", &v);
