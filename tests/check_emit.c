@@ -200,6 +200,37 @@ START_TEST(test_emit_json_is_utf8_whatever_the_bytes)
 }
 END_TEST
 
+/* The document is written finding by finding (memory holds one finding's JSON, not the run's), yet its
+ * bytes are those of cJSON_Print over the whole document: printing the parsed output again gives the
+ * same text, for several inputs, several findings with nested objects, and no findings at all. */
+START_TEST(test_emit_json_streamed_is_the_printed_document)
+{
+    static const char *const cases[][3] = {
+        {OOMSCAN_SOURCE_DIR "/fixtures/golden/nccl-error-after-oom.log", OOMSCAN_SOURCE_DIR "/fixtures/golden/verl-log-prob-oom.log",
+         OOMSCAN_SOURCE_DIR "/fixtures/golden/swift-interleaved-oom.log"},
+        {OOMSCAN_SOURCE_DIR "/fixtures/golden/clean-vllm-startup.log", NULL, NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t n = 0;
+        while (n < 3 && cases[c][n])
+            n++;
+        oomscan_output out = {.format = OOMSCAN_FMT_JSON};
+        char *json = render_paths(cases[c], n, &out);
+        cJSON *doc = cJSON_Parse(json);
+        ck_assert_msg(doc != NULL, "case %zu does not parse: %.300s", c, json);
+        int nf = cJSON_GetArraySize(cJSON_GetObjectItem(doc, "findings"));
+        ck_assert_int_eq(nf > 2, c == 0);
+        char *again = cJSON_Print(doc);
+        size_t al = strlen(again);
+        ck_assert_uint_eq(strlen(json), al + 1);
+        ck_assert_msg(memcmp(json, again, al) == 0 && json[al] == '\n', "case %zu: streamed bytes differ", c);
+        free(again);
+        cJSON_Delete(doc);
+        free(json);
+    }
+}
+END_TEST
+
 /* A kernel OOM whose process name would set the terminal's title (ESC ] 0; ... BEL), clear the screen
  * (ESC [2J) and start a C1 CSI reaches the text report escaped: no ESC or BEL from the log is written,
  * with or without colour. (The captured name used to be printed raw in the "numbers" line.) */
@@ -360,6 +391,7 @@ static Suite *emit_suite(void)
     tcase_add_test(tc, test_emit_ticket_labels_follow_json);
     tcase_add_test(tc, test_emit_text_says_no_failure);
     tcase_add_test(tc, test_emit_json_is_utf8_whatever_the_bytes);
+    tcase_add_test(tc, test_emit_json_streamed_is_the_printed_document);
     tcase_add_test(tc, test_emit_text_escapes_control_characters);
     tcase_add_test(tc, test_emit_safe_text_cases);
     tcase_add_test(tc, test_emit_job_id_is_always_a_string);

@@ -149,7 +149,8 @@ cJSON *emit_finding_json(const result_finding *rf)
     return o;
 }
 
-cJSON *emit_json(const result *r)
+/* The document without its findings ("findings": [] holds their place). */
+static cJSON *json_head(const result *r)
 {
     cJSON *doc = cJSON_CreateObject();
     if (!doc)
@@ -179,22 +180,78 @@ cJSON *emit_json(const result *r)
         (void)safe_json(o);
         cJSON_AddItemToArray(inputs, o);
     }
-    cJSON *arr = cJSON_AddArrayToObject(doc, "findings");
-    for (size_t k = 0; k < r->n; k++)
-        cJSON_AddItemToArray(arr, emit_finding_json(&r->items[k]));
+    cJSON_AddArrayToObject(doc, "findings");
     if (r->scan.st->dropped)
         cJSON_AddNumberToObject(doc, "findings_dropped", (double)r->scan.st->dropped);
     return doc;
 }
 
+cJSON *emit_json(const result *r)
+{
+    cJSON *doc = json_head(r);
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "findings");
+    for (size_t k = 0; arr && k < r->n; k++) {
+        result_finding tmp;
+        const result_finding *rf = result_advised(r, k, &tmp);
+        cJSON_AddItemToArray(arr, rf ? emit_finding_json(rf) : NULL);
+        if (rf == &tmp)
+            result_finding_clear(&tmp);
+    }
+    return doc;
+}
+
+/* Write `txt` with every newline followed by `indent` (cJSON_Print's layout one level deeper). */
+static int write_indented(oomscan_write_fn fn, void *ud, const char *txt, const char *indent)
+{
+    size_t il = strlen(indent);
+    for (const char *nl; (nl = strchr(txt, '\n')); txt = nl + 1)
+        if (fn(ud, txt, (size_t)(nl + 1 - txt)) != 0 || fn(ud, indent, il) != 0)
+            return -1;
+    return fn(ud, txt, strlen(txt));
+}
+
+/* The document streams: the head (everything but the findings) is printed once, then each finding
+ * is built, printed and freed in turn, its advice asked as it comes (result_new_deferred), so memory
+ * holds one finding's JSON and checklist, not the run's (20,000 jobs' findings took most of a GiB
+ * as one tree). The bytes are cJSON_Print's for the whole
+ * document: a finding sits two levels deep, so its lines gain two tabs, and array elements are
+ * joined by ", " (tests/golden.sh holds the output to the goldens). */
 oomscan_status emit_json_write(const result *r, oomscan_write_fn fn, void *ud)
 {
-    cJSON *doc = emit_json(r);
-    char *txt = doc ? cJSON_Print(doc) : NULL;
+    cJSON *doc = json_head(r);
+    char *head = doc ? cJSON_Print(doc) : NULL;
     cJSON_Delete(doc);
-    if (!txt)
+    if (!head)
         return OOMSCAN_ERR_NOMEM;
-    int bad = fn(ud, txt, strlen(txt)) != 0 || fn(ud, "\n", 1) != 0;
-    free(txt);
-    return bad ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+    /* the only place a newline, a tab and this key meet: string values have their newlines escaped */
+    static const char slot[] = "\n\t\"findings\":\t[]";
+    char *at = strstr(head, slot);
+    if (!at) {
+        free(head);
+        return OOMSCAN_ERR_NOMEM; /* cannot happen: json_head always adds the key */
+    }
+    size_t before = (size_t)(at - head) + sizeof slot - 2; /* up to and with the '[' */
+    int bad = fn(ud, head, before) != 0;
+    oomscan_status st = OOMSCAN_OK;
+    for (size_t k = 0; !bad && k < r->n; k++) {
+        result_finding tmp;
+        const result_finding *rf = result_advised(r, k, &tmp);
+        cJSON *o = rf ? emit_finding_json(rf) : NULL;
+        if (rf == &tmp)
+            result_finding_clear(&tmp);
+        char *txt = o ? cJSON_Print(o) : NULL;
+        cJSON_Delete(o);
+        if (!txt) {
+            st = OOMSCAN_ERR_NOMEM;
+            break;
+        }
+        bad = (k > 0 && fn(ud, ", ", 2) != 0) || write_indented(fn, ud, txt, "\t\t") != 0;
+        free(txt);
+    }
+    if (!bad && st == OOMSCAN_OK) {
+        const char *rest = head + before;
+        bad = fn(ud, rest, strlen(rest)) != 0 || fn(ud, "\n", 1) != 0;
+    }
+    free(head);
+    return bad ? OOMSCAN_ERR_IO : st;
 }
