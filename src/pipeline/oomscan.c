@@ -91,8 +91,9 @@ oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_wri
 
 /* ---- scan ---------------------------------------------------------------------------------- */
 
-/* Findings kept in the whole run by default: a real run has tens; merging stays cheap below this. */
-#define SCAN_MAX_FINDINGS 10000
+/* Findings kept in the whole run by default: a real run has tens, a fleet run one or a few per job;
+ * 50,000 covers 20,000 jobs with room to spare, at about 4 KiB each (docs/reliability.md). */
+#define SCAN_MAX_FINDINGS 50000
 
 oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const oomscan_options *opt,
                                 oomscan_diag *diag)
@@ -542,7 +543,8 @@ oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oo
         return oomscan_scan_write_ndjson_delta(s, fn, ud);
     result_scan view;
     session_result_scan(s, &view);
-    result *r = result_new(&view);
+    /* the JSON document takes findings one at a time: advice is asked as each is written */
+    result *r = out->format == OOMSCAN_FMT_JSON ? result_new_deferred(&view) : result_new(&view);
     if (!r)
         return OOMSCAN_ERR_NOMEM;
     oomscan_status st = out->format == OOMSCAN_FMT_TEXT     ? emit_text(r, out->color, out->verbose, out->width, fn, ud)

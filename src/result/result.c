@@ -86,7 +86,7 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
     return 0;
 }
 
-result *result_new(const result_scan *scan)
+static result *build(const result_scan *scan, int with_advice)
 {
     result *r = calloc(1, sizeof *r);
     size_t n = scan->st->n;
@@ -101,7 +101,7 @@ result *result_new(const result_scan *scan)
     for (size_t k = shown; k < n; k++)
         r->pos[order[k]] = (size_t)-1; /* joined into another finding: no item of its own */
     for (size_t k = 0; k < shown; k++) {
-        if (result_finding_init(&r->items[k], scan, order[k], 1) != 0) {
+        if (result_finding_init(&r->items[k], scan, order[k], with_advice) != 0) {
             free(order);
             result_free(r);
             return NULL;
@@ -111,6 +111,26 @@ result *result_new(const result_scan *scan)
     }
     free(order);
     return r;
+}
+
+result *result_new(const result_scan *scan)
+{
+    return build(scan, 1);
+}
+
+result *result_new_deferred(const result_scan *scan)
+{
+    result *r = build(scan, 0);
+    if (r)
+        r->deferred = 1;
+    return r;
+}
+
+const result_finding *result_advised(const result *r, size_t k, result_finding *tmp)
+{
+    if (!r->deferred)
+        return &r->items[k];
+    return result_finding_init(tmp, &r->scan, r->items[k].index, 1) == 0 ? tmp : NULL;
 }
 
 void result_free(result *r)

@@ -63,12 +63,22 @@ typedef struct {
                             * occurrence); a window joined into another finding is in its sources */
     size_t n;
     size_t *pos; /* story index -> position in items */
+    int deferred; /* made by result_new_deferred: items hold no advice, result_advised asks it */
 } result;
 
 /* Build the result of a finished scan: every finding resolved, advice asked once each. NULL when out of
  * memory. */
 result *result_new(const result_scan *scan);
 void result_free(result *r);
+
+/* As result_new, but advice is not asked here: result_advised asks it for one finding as a writer
+ * reaches it, so a writer that takes findings in turn (the JSON document) holds one finding's
+ * checklist at a time instead of the run's (20,000 jobs' checklists were half a GiB). */
+result *result_new_deferred(const result_scan *scan);
+
+/* Item k with its advice: the item itself when result_new resolved it; else `tmp`, resolved now,
+ * which the caller clears with result_finding_clear. NULL when out of memory. */
+const result_finding *result_advised(const result *r, size_t k, result_finding *tmp);
 
 /* Resolve finding `i` of scan->st into `rf` (for writers that take one finding at a time: the NDJSON
  * stream). `with_advice` 0 leaves remediation JSON null and diagnosis NULL (for records that only
