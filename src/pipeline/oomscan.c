@@ -187,7 +187,11 @@ static int vec_push(strvec *v, const char *s)
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* by name, past the tag byte expand() puts first */
+static int cmp_tagged(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+}
 
 /* Files under dir, recursively, sorted by name at each level; symlinked directories are not followed
  * (loops). Inside a directory only regular files are read, whether reached directly or through a
@@ -206,23 +210,35 @@ static int expand(strvec *out, const char *path, int depth)
     DIR *d = opendir(path);
     if (!d)
         return vec_push(out, path);
+    /* each name is kept behind one byte: 'f' when readdir already says it is a regular file (no
+     * stat needed: four per file were a sixth of a run over 2,000 small files), '?' otherwise */
     strvec names = {0};
     struct dirent *e;
     int rc = 0;
+    char tagged[sizeof e->d_name + 1];
     while ((e = readdir(d)) && rc == 0)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            rc = vec_push(&names, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            tagged[0] = e->d_type == DT_REG ? 'f' : '?';
+            memcpy(tagged + 1, e->d_name, strlen(e->d_name) + 1);
+            rc = vec_push(&names, tagged);
+        }
     closedir(d);
     if (names.n)
-        qsort(names.v, names.n, sizeof *names.v, cmp_str);
+        qsort(names.v, names.n, sizeof *names.v, cmp_tagged);
     for (size_t i = 0; i < names.n && rc == 0; i++) {
-        size_t len = strlen(path) + strlen(names.v[i]) + 2;
+        const char *name = names.v[i] + 1;
+        size_t len = strlen(path) + strlen(name) + 2;
         char *child = malloc(len);
         if (!child) {
             rc = -1;
             break;
         }
-        snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", names.v[i]);
+        snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", name);
+        if (names.v[i][0] == 'f') {
+            rc = vec_push(out, child);
+            free(child);
+            continue;
+        }
         struct stat lb;
         if (lstat(child, &lb) == 0 && S_ISLNK(lb.st_mode) && stat(child, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             free(child);
