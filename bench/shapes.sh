@@ -3,7 +3,7 @@
 # bench/run.sh (docs/performance.md shows its table). Each input ends in one CUDA OOM (the 20,000 job
 # logs: one each); the last column says how many oomscan found.
 #
-#   bench/shapes.sh [--runs 3] [--mb 64] [--ranks 512] [--jobs 20000] [--before BIN]
+#   bench/shapes.sh [--runs 3] [--mb 64] [--ranks 512] [--jobs 20000 | --no-jobs] [--before BIN]
 # Inputs go to bench/data/ (gitignored; reused when present), built with ../shared/bench/genshapes.py:
 # the metrics, nccl and settings shapes, 512 rank files of 64 KiB, an empty file, and 20,000 small
 # job logs (slurm-<id>.out). Yardsticks: `grep -E -f anchor-patterns.txt` (-r for folders) with its
@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
     --ranks) nranks="$2"; shift 2 ;;
     --jobs) njobs="$2"; shift 2 ;;
     --before) before="$2"; shift 2 ;;
+    --no-jobs) njobs=0; shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "shapes.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -51,7 +52,7 @@ ranks="$data/ranks-$nranks"
 [ -d "$ranks" ] || { echo "generating $ranks" >&2; python3 "$genshapes" ranks "$nranks" 64 "$ranks.tmp"; mv "$ranks.tmp" "$ranks"; }
 : >"$data/empty.log"
 jobs="$data/jobs-$njobs"
-if [ ! -d "$jobs" ]; then
+if [ "$njobs" -gt 0 ] && [ ! -d "$jobs" ]; then
   echo "generating $jobs" >&2
   # a few metrics lines and the OOM traceback per job, as a Slurm job's output file
   python3 - "$genshapes" "$jobs.tmp" "$njobs" <<'EOF'
@@ -126,4 +127,5 @@ for shape in metrics nccl settings; do
 done
 row "$nranks rank files of 64 KiB (grep -r)" 1 "$ranks" -- -r -E -f "$anchors" "$ranks"
 row "empty file (start-up)" 0 "$data/empty.log" -- -E -f "$anchors" "$data/empty.log"
-row "$njobs small job logs (grep -r)" "$njobs" "$jobs" -- -r -E -f "$anchors" "$jobs"
+[ "$njobs" -gt 0 ] && row "$njobs small job logs (grep -r)" "$njobs" "$jobs" -- -r -E -f "$anchors" "$jobs"
+exit 0
