@@ -29,6 +29,10 @@ jq -e '.findings[0].context.rank == 0 and .findings[0].context.host == "job-mast
   bad "master-0: $(jq -c '.findings[0].context' "$t/m.json")"
 sed 's|^|[pod/job-worker-0/pytorch] [rank5]: |' "$g/verl-log-prob-oom.log" | "$oomscan" -f json > "$t/r.json" 2> /dev/null
 jq -e '.findings[0].context.rank == 5' "$t/r.json" > /dev/null && ok || bad "[rank5]: after the pod: $(jq -c '.findings[0].context' "$t/r.json")"
+# the text report's first sentence names the pod and container (wrapped lines joined)
+"$oomscan" "$t/verl-log-prob-oom.log" 2> /dev/null | sed -n '1,3p' | tr -s ' \n' '  ' > "$t/first.txt"
+grep -q "on rank 3 (pod train-verl-log-prob-oom-worker-2, container pytorch)" "$t/first.txt" && ok ||
+  bad "text report: $(cat "$t/first.txt")"
 # a Deployment's pod (replica-set hash) names no rank
 sed 's|^|[pod/vllm-simulator-646cb8db6c-tgwm6/vllm-simulator] |' "$g/verl-log-prob-oom.log" | "$oomscan" -f json > "$t/d.json" 2> /dev/null
 jq -e '.findings[0].context | has("rank") | not' "$t/d.json" > /dev/null && ok || bad "a Deployment pod gave a rank: $(jq -c '.findings[0].context' "$t/d.json")"
@@ -42,6 +46,8 @@ cp "$g/ray-actor-died-fields.log" "$logs/job-driver-raysubmit_qZ8kXu2jV4yLCpWE.l
 "$oomscan" -f json "$logs" > "$t/ray.json" 2> /dev/null
 jq -e '.findings | any(.class == "cuda_oom" and .context.ray_job == "01000000" and .context.pid == 23444)' "$t/ray.json" > /dev/null &&
   ok || bad "Ray worker log: $(jq -c '[.findings[] | [.class, .context]]' "$t/ray.json")"
+"$oomscan" "$logs" 2> /dev/null | sed -n '1,3p' | tr -s ' \n' '  ' | grep -q "in Ray job 01000000" && ok ||
+  bad "text report does not name the Ray job"
 jq -e '.findings | any(.context.ray_job == "raysubmit_qZ8kXu2jV4yLCpWE")' "$t/ray.json" > /dev/null && ok ||
   bad "Ray driver log: no submission id in context"
 [ "$(jq '[.findings[] | select(.role == "root")] | length' "$t/ray.json")" -eq 1 ] && ok ||

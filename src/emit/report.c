@@ -36,8 +36,14 @@ void report_sentence(const finding *f, char *buf, size_t cap)
     }
     if (f->rank[0])
         append(buf, cap, " on rank %s", f->rank);
-    if (f->host[0])
+    /* a kubectl --prefix line's host is its pod: say so, with the container */
+    if (f->host[0] && f->container[0]) {
+        append(buf, cap, " (pod %s", f->host);
+        append(buf, cap, ", container %s)", f->container);
+    } else if (f->host[0])
         append(buf, cap, " (host %s)", f->host);
+    if (f->ray_job[0])
+        append(buf, cap, " in Ray job %s", f->ray_job);
 }
 
 void report_where(const finding *f, char *buf, size_t cap)
