@@ -310,6 +310,13 @@ START_TEST(test_dumps_flight_recorder_names_the_rank_that_never_joined)
     ck_assert_double_eq(mem_num(f, "missing_ranks"), 1);
     ck_assert_double_eq(mem_num(f, "seq"), 42);
     story_free(st);
+    /* every rank at collective 5, but with different sizes: a mismatch, not a missing rank */
+    st = flight_recorder_job("flight_recorder_mismatch", "%s/nccl_trace_rank_%d", 2, 0);
+    ck_assert_uint_eq(st->n, 1);
+    ck_assert_str_eq(st->f[0].pattern->id, "nccl_timeout.flight_recorder_mismatch");
+    ck_assert_double_eq(mem_num(&st->f[0], "seq"), 5);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st->f[0].memory, "other_input_sizes")), "[[2048]]");
+    story_free(st);
     /* every rank at the same collective: nobody is missing, no finding */
     st = flight_recorder_job("flight_recorder", "%s/nccl_trace_rank_%d", 6, 0);
     for (size_t i = 0; i < st->n; i++)

@@ -211,6 +211,58 @@ static int cmp_rank(const void *a, const void *b)
     return atoi(cJSON_GetStringValue(get(x, "rank"))) - atoi(cJSON_GetStringValue(get(y, "rank")));
 }
 
+/* Every rank reached the same collectives: fr_trace's other check, whether they agree on what each
+ * one is. The first collective every rank kept whose op or input sizes differ between ranks is a
+ * mismatch (a rank called another collective, or with other shapes): NCCL waits for ever there. */
+static int mismatch(const char *pgkey, cJSON **dumps, size_t n, const pdb *db, story *st)
+{
+    const cJSON *pg0 = NULL;
+    size_t first = 0;
+    for (size_t i = 0; i < n && !pg0; i++)
+        if ((pg0 = get(get(dumps[i], "pgs"), pgkey)))
+            first = i;
+    if (!pg0)
+        return 0;
+    const cJSON *op0;
+    cJSON_ArrayForEach(op0, get(pg0, "ops"))
+    {
+        const char *name0 = cJSON_GetStringValue(get(op0, "op")), *sz0 = cJSON_GetStringValue(get(op0, "sizes"));
+        for (size_t i = first + 1; i < n; i++) {
+            const cJSON *pg = get(get(dumps[i], "pgs"), pgkey);
+            const cJSON *op = pg ? get(get(pg, "ops"), op0->string) : NULL;
+            if (!op)
+                continue;
+            const char *name = cJSON_GetStringValue(get(op, "op")), *sz = cJSON_GetStringValue(get(op, "sizes"));
+            if (name0 && name && sz0 && sz && strcmp(name0, name) == 0 && strcmp(sz0, sz) == 0)
+                continue;
+            const char *r0 = cJSON_GetStringValue(get(dumps[first], "rank")), *r1 = cJSON_GetStringValue(get(dumps[i], "rank"));
+            const char *pname = cJSON_GetStringValue(get(pg0, "name")), *desc = cJSON_GetStringValue(get(pg0, "desc"));
+            char *tb = dumps_traceback(get(op, "frames"));
+            char *text = dumps_strf("%sFlight recorder: collective #%s of process group %s%s%s%s differs across ranks: rank %s "
+                                    "%s (input sizes %s) but rank %s %s (input sizes %s)\n",
+                                    tb ? tb : "", op0->string, pname ? pname : pgkey, desc ? " (" : "", desc ? desc : "",
+                                    desc ? ")" : "", r0 ? r0 : "?", name0 ? name0 : "?", sz0 ? sz0 : "?", r1 ? r1 : "?",
+                                    name ? name : "?", sz ? sz : "?");
+            free(tb);
+            if (!text)
+                return -1;
+            timefmt t;
+            double ns = num(get(op, "time_ns"), 0);
+            if (ns > 0)
+                dumps_epoch_time(ns / 1e9, &t);
+            long idx = -1;
+            int rc = dumps_finish_scan(db, text, cJSON_GetStringValue(get(dumps[i], "path")),
+                                       cJSON_GetStringValue(get(dumps[i], "member")), (size_t)num(get(dumps[i], "input"), 0),
+                                       "flight_recorder", r1, ns > 0 ? &t : NULL, st, &idx);
+            free(text);
+            if (idx >= 0)
+                st->f[idx].echo = 0; /* the cause the job's watchdog timeouts echo */
+            return rc;
+        }
+    }
+    return 0;
+}
+
 /* One process group across the dumps that know it: a finding when some ranks are behind. */
 static int analyse_pg(const char *pgkey, cJSON **dumps, size_t n, const pdb *db, story *st)
 {
@@ -303,6 +355,8 @@ static int analyse_pg(const char *pgkey, cJSON **dumps, size_t n, const pdb *db,
                 cJSON_AddNumberToObject(m, "timeout_ms", num(get(wait_op, "timeout_ms"), 0));
         }
     }
+    if (cJSON_GetArraySize(missing) == 0 && rc == 0)
+        rc = mismatch(pgkey, dumps, n, db, st);
     cJSON_Delete(waiting);
     cJSON_Delete(missing);
     return rc;
