@@ -211,6 +211,16 @@ static int cmp_rank(const void *a, const void *b)
     return atoi(cJSON_GetStringValue(get(x, "rank"))) - atoi(cJSON_GetStringValue(get(y, "rank")));
 }
 
+/* 1 if ranks may pass different input sizes to op `name` ("nccl:all_to_all"): fr_trace compares no input
+ * sizes for all-to-all and scatter, whose per-rank splits differ by design (tools/flight_recorder/
+ * components/types.py, Op.match). */
+static int uneven_inputs(const char *name)
+{
+    const char *c = strchr(name, ':');
+    const char *op = c ? c + 1 : name;
+    return strncmp(op, "all_to_all", 10) == 0 || strncmp(op, "alltoall", 8) == 0 || strcmp(op, "scatter") == 0;
+}
+
 /* Every rank reached the same collectives: fr_trace's other check, whether they agree on what each
  * one is. The first collective every rank kept whose op or input sizes differ between ranks is a
  * mismatch (a rank called another collective, or with other shapes): NCCL waits for ever there. */
@@ -233,7 +243,8 @@ static int mismatch(const char *pgkey, cJSON **dumps, size_t n, const pdb *db, s
             if (!op)
                 continue;
             const char *name = cJSON_GetStringValue(get(op, "op")), *sz = cJSON_GetStringValue(get(op, "sizes"));
-            if (name0 && name && sz0 && sz && strcmp(name0, name) == 0 && strcmp(sz0, sz) == 0)
+            if (name0 && name && strcmp(name0, name) == 0 &&
+                (uneven_inputs(name) || (sz0 && sz && strcmp(sz0, sz) == 0)))
                 continue;
             const char *r0 = cJSON_GetStringValue(get(dumps[first], "rank")), *r1 = cJSON_GetStringValue(get(dumps[i], "rank"));
             const char *pname = cJSON_GetStringValue(get(pg0, "name")), *desc = cJSON_GetStringValue(get(pg0, "desc"));
