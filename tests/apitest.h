@@ -117,4 +117,42 @@ static inline size_t count_lines_with(const char *text, const char *needle)
     return n;
 }
 
+/* What a story rebuilt from records must keep, per finding of a JSON document, in document order: id,
+ * role, cause, job, sources (every window), memory figures and remediation (with the job's settings).
+ * One line per finding. */
+static inline char *story_keys_of(const char *json)
+{
+    static const char *const keys[] = {"id", "role", "caused_by", "job", "sources", "memory", "remediation"};
+    cJSON *doc = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(doc);
+    mbuf b = {0};
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(doc, "findings"))
+    {
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            const cJSON *v = cJSON_GetObjectItem(f, keys[k]);
+            char *t = v ? cJSON_PrintUnformatted(v) : strdup("-");
+            mbuf_write(&b, t, strlen(t));
+            mbuf_write(&b, k + 1 < sizeof keys / sizeof *keys ? " " : "\n", 1);
+            free(t);
+        }
+    }
+    cJSON_Delete(doc);
+    return b.p ? b.p : strdup("");
+}
+
+/* got == want, else a failure naming the first line (finding) that differs, cut short. */
+static inline void assert_same_lines(const char *got, const char *want)
+{
+    const char *g = got, *w = want;
+    while (*g && *g == *w) {
+        const char *ng = strchr(g, '\n'), *nw = strchr(w, '\n');
+        if (!ng || !nw || ng - g != nw - w || strncmp(g, w, (size_t)(ng - g)) != 0)
+            break;
+        g = ng + 1;
+        w = nw + 1;
+    }
+    ck_assert_msg(strcmp(g, want + (w - want)) == 0, "first difference:\n got: %.300s\nwant: %.300s", g, w);
+}
+
 #endif

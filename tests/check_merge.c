@@ -7,6 +7,7 @@
 #include "check_main.h"
 #include "pipeline/record.h"
 #include "pipeline/session.h"
+#include "remedy_lines.h"
 
 static const char *const NODE_A = FIXTURE("golden/nccl-error-after-oom.log");
 static const char *const NODE_B = FIXTURE("golden/sigkill-then-childfailed.log");
@@ -158,6 +159,37 @@ START_TEST(test_merge_record_round_trip)
 }
 END_TEST
 
+/* A real cgroup OOM kill (the kernel's block and torchrun's -9: one root with two windows) beside a real
+ * Slurm job whose script printed its --mem: the merged records tell what one scan tells, sources and the
+ * job's settings in the advice included. */
+START_TEST(test_merge_keeps_sources_and_settings)
+{
+    char *mem = write_temp(".log", LOG_SLURM_5932, strlen(LOG_SLURM_5932));
+    /* the kernel's kill first: its record is written before torchrun's window joins it, and the
+     * record must be written again with that window in its sources */
+    const char *logs[] = {FIXTURE("realjobs/cgroup_oom_kill/job/dmesg.log"),
+                          FIXTURE("realjobs/cgroup_oom_kill/job/torchrun.out"), mem};
+    oomscan_output nd = {.format = OOMSCAN_FMT_NDJSON}, json = {.format = OOMSCAN_FMT_JSON};
+    char *direct = render_paths(logs, 3, &json);
+    char *text = render_paths(logs, 3, &nd);
+    char *recs = write_temp(".ndjson", text, strlen(text));
+    oomscan_scan *s = new_scan();
+    oomscan_diag d = {0};
+    const char *paths[] = {recs};
+    ck_assert_int_eq(oomscan_scan_merge(s, paths, 1, &d), OOMSCAN_OK);
+    char *merged = write_scan(s, &json);
+    oomscan_scan_free(s);
+    char *want = story_keys_of(direct), *got = story_keys_of(merged);
+    /* not vacuous: one scan gives both */
+    ck_assert_msg(strstr(want, "\"kind\":\"kernel\"") && strstr(want, "\"kind\":\"launcher\""), "%s", want);
+    ck_assert_msg(strstr(want, "\"current\":\"64Gb\""), "%s", want);
+    assert_same_lines(got, want);
+    free(want), free(got), free(direct), free(merged), free(text);
+    unlink(recs), unlink(mem);
+    free(recs), free(mem);
+}
+END_TEST
+
 static Suite *merge_suite(void)
 {
     Suite *s = suite_create("merge");
@@ -167,6 +199,7 @@ static Suite *merge_suite(void)
     tcase_add_test(tc, test_merge_merged_output_is_stable);
     tcase_add_test(tc, test_merge_bad_records_are_input_errors);
     tcase_add_test(tc, test_merge_record_round_trip);
+    tcase_add_test(tc, test_merge_keeps_sources_and_settings);
     suite_add_tcase(s, tc);
     return s;
 }

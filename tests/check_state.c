@@ -6,6 +6,7 @@
 
 #include "apitest.h"
 #include "check_main.h"
+#include "remedy_lines.h"
 
 /* One --state run over `log`: its NDJSON output; *bytes (may be NULL) gets what it read of the log. */
 static char *state_run(const char *state_path, const char *log, unsigned long long *bytes, const char **warning)
@@ -131,6 +132,58 @@ START_TEST(test_state_unusable_file_is_a_warning)
 }
 END_TEST
 
+/* One --state run over `logs`: the whole JSON document of the story so far. */
+static char *state_doc(const char *state_path, const char *const *logs, size_t n)
+{
+    oomscan_state *st;
+    oomscan_diag d = {0};
+    ck_assert_int_eq(oomscan_state_open(&st, state_path, &d), OOMSCAN_OK);
+    oomscan_scan *s = new_scan();
+    ck_assert_int_eq(oomscan_scan_use_state(s, st), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_scan_paths(s, logs, n, &d), OOMSCAN_OK);
+    oomscan_output json = {.format = OOMSCAN_FMT_JSON};
+    char *doc = write_scan(s, &json);
+    ck_assert_int_eq(oomscan_state_save(st, s, &d), OOMSCAN_OK);
+    oomscan_scan_free(s);
+    oomscan_state_free(st);
+    return doc;
+}
+
+/* A story resumed from the state file is the story one scan tells: sources (the gloo echo seen in the
+ * rank's stderr.log and torchrun's console) and the Slurm job's --mem in its advice. Plain logs are
+ * continued (nothing new read: every finding rebuilt from its record); a kernel log is a dump, read
+ * whole each time, so that the cgroup kill stays one root with its kernel and launcher windows. */
+START_TEST(test_state_resumed_story_keeps_sources_and_settings)
+{
+    char *mem = write_temp(".log", LOG_SLURM_5932, strlen(LOG_SLURM_5932));
+    const char *plain[] = {FIXTURE("realjobs/cgroup_oom_kill/job/torchrun.out"),
+                           FIXTURE("realjobs/cgroup_oom_kill/job/logs/none_qga_jgf8/attempt_0/0/stderr.log"), mem};
+    const char *with_dump[] = {FIXTURE("realjobs/cgroup_oom_kill/job/torchrun.out"),
+                               FIXTURE("realjobs/cgroup_oom_kill/job/dmesg.log"), mem};
+    const char *const *runs[] = {plain, with_dump};
+    const char *needs[] = {"\"kind\":\"log\"},{", "\"kind\":\"kernel\""};
+    for (int r = 0; r < 2; r++) {
+        oomscan_output json = {.format = OOMSCAN_FMT_JSON};
+        char *direct = render_paths(runs[r], 3, &json);
+        char *sp = state_path();
+        unsigned long long bytes;
+        free(state_run(sp, runs[r][0], &bytes, NULL)); /* a state of another input list is not resumed */
+        free(state_doc(sp, runs[r], 3));
+        char *resumed = state_doc(sp, runs[r], 3);
+        char *want = story_keys_of(direct), *got = story_keys_of(resumed);
+        ck_assert_msg(strstr(want, needs[r]), "%s", want); /* not vacuous */
+        ck_assert_msg(strstr(want, "\"current\":\"64Gb\""), "%s", want);
+        if (r == 0) /* every input continued: the story came from the records alone */
+            ck_assert_uint_eq(count_lines_with(resumed, "\"bytes\":\t0,"), 3);
+        assert_same_lines(got, want);
+        free(want), free(got), free(direct), free(resumed);
+        drop(sp);
+    }
+    unlink(mem);
+    free(mem);
+}
+END_TEST
+
 static Suite *state_suite(void)
 {
     Suite *s = suite_create("state");
@@ -138,6 +191,7 @@ static Suite *state_suite(void)
     tcase_add_unchecked_fixture(tc, db_setup, db_teardown);
     tcase_add_test(tc, test_state_grown_log_reads_only_new_bytes);
     tcase_add_test(tc, test_state_replaced_file_is_read_again);
+    tcase_add_test(tc, test_state_resumed_story_keeps_sources_and_settings);
     tcase_add_test(tc, test_state_unusable_file_is_a_warning);
     suite_add_tcase(s, tc);
     return s;

@@ -63,6 +63,17 @@ findings two.json > tj.txt
 findings two-merged.json > tm.txt
 cmp -s tj.txt tm.txt && ok || bad "merging finding+update records differs from the scan"
 
+# A real job's folder streamed: the kernel's kill is written before torchrun's -9 (a later file) joins
+# it; the kill's record is written again with that window, so the merged story has both sources.
+job="$src/fixtures/realjobs/cgroup_oom_kill/job"
+"$oomscan" --format ndjson "$job" > job.ndjson
+"$oomscan" --format json "$job" > job.json
+"$oomscan" merge --format json job.ndjson > job-merged.json
+findings job.json > jj.txt
+findings job-merged.json > jm.txt
+grep -q '"kind":	"launcher"' jj.txt && ok || bad "the job's kill has no launcher window"
+cmp -s jj.txt jm.txt && ok || { bad "a streamed job merges to another story than its scan"; diff jj.txt jm.txt | head -20; }
+
 # Bad input is reported, the rest is still merged.
 printf 'not json\n' > junk.ndjson
 "$oomscan" merge n1.ndjson junk.ndjson missing.ndjson > bad.ndjson 2> bad.err; rc=$?

@@ -113,7 +113,8 @@ static uint64_t fnv(const char *p, uint64_t h)
 }
 
 /* Everything that can change a finding's record without story_add noticing: its role, its cause, the
- * scan-wide framework. Cheap, so that only findings that may have changed are printed and hashed. */
+ * scan-wide framework, the windows joined into it (its sources, its numbers). Cheap, so that only
+ * findings that may have changed are printed and hashed. */
 static uint64_t signature(const struct oomscan_scan *s, const finding *f)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -124,6 +125,10 @@ static uint64_t signature(const struct oomscan_scan *s, const finding *f)
     h = (h ^ (uint64_t)(uintptr_t)f->note) * 0x100000001b3ULL;
     if (f->caused_by >= 0)
         h = fnv(s->st->f[f->caused_by].id, h);
+    for (long k = f->first_joined; k >= 0; k = s->st->f[k].next_joined) {
+        h = (h ^ (uint64_t)k) * 0x100000001b3ULL;
+        h = (h ^ s->st->f[k].version) * 0x100000001b3ULL;
+    }
     return h | 1; /* 0 means "never considered" */
 }
 

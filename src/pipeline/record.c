@@ -13,6 +13,7 @@
 #include "emit/safe.h"
 #include "pipeline/session.h"
 #include "base/jsonnum.h"
+#include "match/config.h"
 #include "result/result.h"
 
 /* Inputs one merged record may claim: far beyond any run, small enough that offsets cannot wrap. */
@@ -84,6 +85,39 @@ cJSON *record_scan_json(const struct oomscan_scan *s)
     return o;
 }
 
+/* The settings the log printed that finding f's job uses (config_lookup's rule: an entry of no job
+ * serves every job), oldest read first: advice shows them as "current -> proposed". */
+static cJSON *settings_json(const config_store *cfg, const finding *f)
+{
+    cJSON *a = cJSON_CreateArray();
+    size_t n = cfg ? cfg->n : 0;
+    const config_entry **e = n ? malloc(n * sizeof *e) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; a && e && i < n; i++)
+        if (!cfg->e[i].job[0] || !f->job[0] || strcmp(cfg->e[i].job, f->job) == 0)
+            e[k++] = &cfg->e[i];
+    /* by seq, few entries (one per setting per job): insertion sort */
+    for (size_t i = 1; i < k; i++)
+        for (size_t j = i; j > 0 && e[j - 1]->seq > e[j]->seq; j--) {
+            const config_entry *t = e[j];
+            e[j] = e[j - 1];
+            e[j - 1] = t;
+        }
+    for (size_t i = 0; a && i < k; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddStringToObject(o, "path", e[i]->path);
+        cJSON_AddStringToObject(o, "value", e[i]->value);
+        cJSON_AddStringToObject(o, "job", e[i]->job);
+        cJSON_AddStringToObject(o, "file", e[i]->file ? e[i]->file : "");
+        cJSON_AddNumberToObject(o, "line", (double)e[i]->line);
+        cJSON_AddItemToArray(a, o);
+    }
+    free(e);
+    return a;
+}
+
 cJSON *record_merge_json(const struct oomscan_scan *s, const finding *f)
 {
     cJSON *m = cJSON_CreateObject();
@@ -112,6 +146,14 @@ cJSON *record_merge_json(const struct oomscan_scan *s, const finding *f)
     cJSON_AddNumberToObject(m, "ranks_dropped", (double)f->ranks.dropped);
     cJSON_AddItemToObject(m, "hosts", raw_set_json(&f->hosts));
     cJSON_AddNumberToObject(m, "hosts_dropped", (double)f->hosts.dropped);
+    /* the kind of window its first line is (a dump's; a log line's kind follows from its pattern) */
+    if (f->first.kind)
+        cJSON_AddStringToObject(m, "kind", f->first.kind);
+    if (f->last.kind)
+        cJSON_AddStringToObject(m, "last_kind", f->last.kind);
+    /* the job's settings, so that advice from merged records shows the values a scan would */
+    if (s->st->config && s->st->config->n)
+        cJSON_AddItemToObject(m, "settings", settings_json(s->st->config, f));
     cJSON_AddItemToObject(m, "scan", record_scan_json(s));
     (void)safe_json(m); /* group, hosts, paths: log text and names, any bytes */
     return m;
@@ -199,6 +241,11 @@ static int raw_set_from(const cJSON *a, const cJSON *dropped, story_set *set)
 
 static void drop_finding(finding *f)
 {
+    for (size_t i = 0; i < f->n_windows; i++) {
+        free(f->windows[i].path);
+        free(f->windows[i].member);
+    }
+    free(f->windows);
     free(f->phase_evidence);
     free(f->group);
     free(f->first.path);
@@ -214,6 +261,69 @@ static void drop_finding(finding *f)
     for (size_t i = 0; i < f->hosts.n; i++)
         free(f->hosts.items[i]);
     free(f->hosts.items);
+}
+
+/* The windows of a record's "sources" (every window of a joined failure) into f. */
+static int windows_from(const cJSON *sources, finding *f)
+{
+    if (!sources || cJSON_IsNull(sources))
+        return 0;
+    if (!cJSON_IsArray(sources))
+        return -1;
+    const cJSON *w;
+    cJSON_ArrayForEach(w, sources)
+    {
+        double line;
+        const char *path = str_of(w, "path"), *member = str_of(w, "member"), *kind = story_kind(str_of(w, "kind"));
+        if (!path || !kind || num_of(w, "line", &line))
+            return -1;
+        if (story_add_window(f, kind, path, member, jsonnum_u64(line, UINT64_MAX)) != 0)
+            return -2;
+    }
+    return 0;
+}
+
+/* A record's settings into the story's store (later records of the same setting win, as later reads). */
+static int settings_from(const cJSON *a, story *st)
+{
+    if (!a)
+        return 0;
+    if (!cJSON_IsArray(a))
+        return -1;
+    config_store *tmp = calloc(1, sizeof *tmp);
+    int n = cJSON_GetArraySize(a), rc = 0;
+    if (!tmp || (n > 0 && !(tmp->e = calloc((size_t)n, sizeof *tmp->e)))) {
+        free(tmp);
+        return -2;
+    }
+    tmp->cap = (size_t)n;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, a)
+    {
+        double line;
+        const char *path = str_of(o, "path"), *value = str_of(o, "value"), *job = str_of(o, "job"),
+                   *file = str_of(o, "file");
+        if (!path || !value || !job || !file || num_of(o, "line", &line)) {
+            rc = -1;
+            break;
+        }
+        config_entry *e = &tmp->e[tmp->n];
+        if (!(e->path = strdup(path)) || !(e->value = strdup(value)) || !(e->file = strdup(file))) {
+            free(e->path);
+            free(e->value);
+            rc = -2;
+            break;
+        }
+        snprintf(e->job, sizeof e->job, "%s", job);
+        e->line = jsonnum_u64(line, UINT64_MAX);
+        e->seq = tmp->next_seq++;
+        tmp->n++;
+    }
+    if (rc) {
+        config_store_free(tmp);
+        return rc;
+    }
+    return config_store_merge(&st->config, &tmp) ? -2 : 0;
 }
 
 static int fail(char *err, size_t cap, int rc, const char *msg, const char *arg)
@@ -288,6 +398,23 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
                               cJSON_GetObjectItemCaseSensitive(m, "hosts_dropped"), &f.hosts);
         if (rc == -1)
             fail(err, cap, -1, "record has malformed merge.ranks or merge.hosts", NULL);
+    }
+    if (!rc) {
+        const char *kind = str_of(m, "kind"), *last = str_of(m, "last_kind");
+        f.first.kind = story_kind(kind);
+        f.last.kind = story_kind(last);
+        if ((kind && !f.first.kind) || (last && !f.last.kind))
+            rc = fail(err, cap, -1, "unknown window kind '%s'", kind && !f.first.kind ? kind : last);
+    }
+    if (!rc) {
+        rc = windows_from(cJSON_GetObjectItemCaseSensitive(rec, "sources"), &f);
+        if (rc == -1)
+            fail(err, cap, -1, "record has malformed sources", NULL);
+    }
+    if (!rc) {
+        rc = settings_from(cJSON_GetObjectItemCaseSensitive(m, "settings"), st);
+        if (rc == -1)
+            fail(err, cap, -1, "record has malformed merge.settings", NULL);
     }
     const cJSON *it;
     cJSON_ArrayForEach(it, ev)

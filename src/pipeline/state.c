@@ -24,6 +24,7 @@
 
 #include "base/jsonnum.h"
 #include "base/status.h"
+#include "dumps/dumps.h"
 #include "emit/safe.h"
 #include "input/input.h"
 #include "pipeline/ndjson.h"
@@ -295,11 +296,15 @@ static uint64_t last_line_end(int fd, uint64_t from, uint64_t size)
     return found;
 }
 
+/* A log this module may read on from an offset: text, and not a crash dump (a kernel log, an error
+ * file, ...), which src/dumps/ reads whole: its findings (the kernel's oom-killer block as one, an error
+ * file's kind and time) are not those of its lines scanned as a log. */
 static int is_plain(int fd, uint64_t size)
 {
-    unsigned char b[512];
+    unsigned char b[DUMPS_SNIFF_BYTES];
     size_t n = size < sizeof b ? (size_t)size : sizeof b;
-    return n == 0 || (read_at(fd, b, n, 0) == 0 && strcmp(input_sniff(b, n), "text") == 0);
+    return n == 0 || (read_at(fd, b, n, 0) == 0 && strcmp(input_sniff(b, n < 512 ? n : 512), "text") == 0 &&
+                      dumps_sniff(b, n) == DUMP_NONE);
 }
 
 /* ---- planning ---------------------------------------------------------------------------- */

@@ -200,6 +200,21 @@ static int add_window(finding *f, const char *kind, const char *path, const char
     return 0;
 }
 
+int story_add_window(finding *f, const char *kind, const char *path, const char *member, uint64_t line)
+{
+    return add_window(f, kind, path, member, line);
+}
+
+const char *story_kind(const char *name)
+{
+    static const char *const kinds[] = {"log",          "launcher",        "kernel",          "slurm",
+                                        "error_file",   "faulthandler",    "flight_recorder", "memory_snapshot"};
+    for (size_t i = 0; name && i < sizeof kinds / sizeof *kinds; i++)
+        if (strcmp(name, kinds[i]) == 0)
+            return kinds[i];
+    return NULL;
+}
+
 char *story_mask(const char *t, size_t n)
 {
     char *out = malloc(n + 1);

@@ -160,6 +160,14 @@ int story_merge(story *dst, story *src);
  * last successful call made them, or all roots). */
 int story_finish(story *s, const char *job_id);
 
+/* The static name of window kind `name` ("log", "launcher", "kernel", "slurm", "error_file",
+ * "faulthandler", "flight_recorder", "memory_snapshot"), NULL for a name no window has (records). */
+const char *story_kind(const char *name);
+
+/* Give finding `f` one more window (a record's `sources`); kept once per kind and source, at most
+ * STORY_MAX_WINDOWS; `kind` must be story_kind()'s. Returns 0, -1 out of memory. */
+int story_add_window(finding *f, const char *kind, const char *path, const char *member, uint64_t line);
+
 /* Every window finding `idx` was seen through, its own first, then those of the findings joined into
  * it, without repeats; at most `cap` are written to `out` (borrowed views). Returns the count. */
 size_t story_sources(const story *s, size_t idx, story_window *out, size_t cap);
