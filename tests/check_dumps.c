@@ -3,6 +3,7 @@
  * ranks, CUDA memory snapshots measured against the OOM. Real files from fixtures/dumps/ where they
  * could be made here; the GPU-only formats are constructed (fixtures/dumps/make_gpu_dumps.py). */
 #include <check.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,9 @@ static pdb *db;
 
 static void setup(void)
 {
+    /* epoch times read from dumps are shown in local time: the tests' is UTC unless one says */
+    setenv("TZ", "UTC0", 1);
+    tzset();
     db = pdb_new();
     oomscan_diag d;
     ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
@@ -131,12 +135,44 @@ START_TEST(test_dumps_error_file_from_a_real_torchrun_job)
     ck_assert(f->first.has_time);
     char t[64];
     timefmt_format(&f->first.time, t, sizeof t);
-    ck_assert_str_eq(t, "2026-11-23T16:43:38"); /* extraInfo.timestamp 1795452218, UTC */
+    ck_assert_str_eq(t, "2026-11-23T16:43:38"); /* extraInfo.timestamp 1795452218, TZ=UTC0 */
     ck_assert_double_eq(mem_num(f, "requested_bytes"), 35184372088832.0);
     /* the worker's own stderr says the same exception: one finding, not two */
     ck_assert_int_eq(read_fixture("torchrun/job42_sfy4zqds/attempt_0/1/stderr.log", st, NULL, &why), DUMP_NONE);
     f = only_of(st, CLS_HOST_MEMORY_ERROR);
     ck_assert_uint_eq(f->occurrences, 2);
+    story_free(st);
+}
+END_TEST
+
+/* An error file's time is the epoch seconds torchelastic wrote (time.time()) on the clock the job's logs
+ * print: local time, as torchrun's own summary shows it (datetime.fromtimestamp). Its windows are line 1
+ * of the file (one JSON document), not lines of the call stack scanned inside it. */
+START_TEST(test_dumps_error_file_time_is_local_and_its_line_the_files)
+{
+    static const char a[] = "{\"message\": \"Signal 9 (SIGKILL) received by PID 4242\", \"timestamp\": 1700000000}";
+    setenv("TZ", "IST-5:30", 1); /* UTC+05:30 */
+    tzset();
+    story *st = story_new();
+    char *why;
+    ck_assert_int_eq(read_one("logs/run/attempt_2/5/error.json", a, sizeof a - 1, st, NULL, &why), DUMP_ERROR_FILE);
+    const finding *f = only_of(st, CLS_HOST_OOM_KILL);
+    char t[64];
+    timefmt_format(&f->first.time, t, sizeof t);
+    ck_assert_str_eq(t, "2023-11-15T03:43:20"); /* 2023-11-14T22:13:20Z */
+    story_free(st);
+    setenv("TZ", "UTC0", 1);
+    tzset();
+    st = story_new();
+    const char *rel = "torchrun/job42_sfy4zqds/attempt_0/1/error.json";
+    ck_assert_int_eq(read_fixture(rel, st, NULL, &why), DUMP_ERROR_FILE);
+    f = only_of(st, CLS_HOST_MEMORY_ERROR);
+    ck_assert_uint_ge(f->n_windows, 1);
+    for (size_t k = 0; k < f->n_windows; k++) {
+        ck_assert_uint_eq(f->windows[k].line, 1);
+        ck_assert_str_eq(f->windows[k].kind, "error_file");
+    }
+    ck_assert_uint_eq(f->first.line, 1);
     story_free(st);
 }
 END_TEST
@@ -404,6 +440,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_dumps_sniff_tells_each_kind_by_content);
     tcase_add_test(tc, test_dumps_error_file_from_a_real_torchrun_job);
+    tcase_add_test(tc, test_dumps_error_file_time_is_local_and_its_line_the_files);
     tcase_add_test(tc, test_dumps_error_file_shapes_string_message_list_stack_error_code);
     tcase_add_test(tc, test_dumps_kernel_block_is_one_event_with_every_figure);
     tcase_add_test(tc, test_dumps_kernel_block_of_a_real_cgroup_kill_is_one_finding);

@@ -89,6 +89,13 @@ void dumps_tag(story *tmp, const char *kind, const timefmt *time, const char *ra
                 locs[k]->time = *time;
             }
         }
+        /* the windows too: a dump's text was scanned as lines of its own (an error file's call stack),
+         * whose numbers are not lines of the file */
+        for (size_t k = 0; k < f->n_windows; k++) {
+            f->windows[k].kind = kind;
+            if (line)
+                f->windows[k].line = line;
+        }
         if (rank && rank[0] && !f->rank[0])
             snprintf(f->rank, sizeof f->rank, "%s", rank);
         if (local_rank && local_rank[0] && !f->local_rank[0])
@@ -129,7 +136,10 @@ void dumps_epoch_time(double secs, timefmt *t)
     memset(t, 0, sizeof *t);
     time_t tt = (time_t)secs;
     struct tm tm;
-    if (!gmtime_r(&tt, &tm))
+    /* Local time, as the job's own logs print theirs: torchelastic writes time.time() into error files
+     * but shows it as datetime.fromtimestamp() (local) in its summary, and Python's logging stamps
+     * are local too. Stamps carry no zone, so only the same clock orders them (TZ names the job's). */
+    if (!localtime_r(&tt, &tm))
         return;
     t->has_date = t->has_clock = 1;
     t->year = tm.tm_year + 1900;

@@ -39,7 +39,7 @@ void dumps_tag(story *tmp, const char *kind, const timefmt *time, const char *ra
  * NULL when out of memory or there are no frames. */
 char *dumps_traceback(const cJSON *frames);
 
-/* A timefmt for seconds since the epoch (UTC). */
+/* A timefmt for seconds since the epoch, in local time (TZ): the clock the job's own logs print. */
 void dumps_epoch_time(double secs, timefmt *t);
 
 /* malloc'd printf. */
