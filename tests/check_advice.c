@@ -232,7 +232,9 @@ static advice *advice_of_log(const char *log, int fw, run_out *r)
 {
     *r = scan_text(embedded(), log, strlen(log), 0, 0);
     ck_assert_uint_ge(r->st->n, 1);
-    advice *a = advice_resolve(r->db, &r->st->f[0], fw, r->st->config, "");
+    config_view cfg;
+    story_settings_view(r->st, "", &cfg);
+    advice *a = advice_resolve(r->db, &r->st->f[0], fw, &cfg, "");
     ck_assert_ptr_nonnull(a);
     return a;
 }
@@ -358,6 +360,33 @@ START_TEST(test_advice_measured_fragmentation_orders_allocator_step)
 }
 END_TEST
 
+/* The job's settings are the job's (issue 11): each job's store hangs off the story's job, merging two
+ * inputs keeps them apart, a job sees its own and those of inputs naming no job, never another job's;
+ * a finding of no job sees every job's, as when one store held them all. */
+START_TEST(test_advice_reads_the_jobs_own_settings)
+{
+    story *a = story_new(), *b = story_new();
+    ck_assert_int_eq(config_put(story_job_settings(a, "101"), "num_workers", "0", "101", "101.log", 3), 0);
+    ck_assert_int_eq(config_put(story_job_settings(b, "202"), "num_workers", "8", "202", "202.log", 5), 0);
+    ck_assert_int_eq(config_put(story_job_settings(b, ""), "data.max_prompt_length", "4096", "", "run.log", 1), 0);
+    ck_assert_int_eq(story_merge(a, b), 0);
+    config_view v;
+    story_settings_view(a, "101", &v);
+    ck_assert_ptr_nonnull(v.own);
+    ck_assert_uint_eq(v.own->n, 1);
+    ck_assert_str_eq(config_view_lookup(&v, "num_workers", "101")->value, "0");
+    ck_assert_str_eq(config_view_lookup(&v, "data.max_prompt_length", "101")->value, "4096");
+    story_settings_view(a, "202", &v);
+    ck_assert_str_eq(config_view_lookup(&v, "num_workers", "202")->value, "8");
+    story_settings_view(a, "303", &v); /* a job that printed nothing sees only the shared settings */
+    ck_assert_ptr_null(config_view_lookup(&v, "num_workers", "303"));
+    story_settings_view(a, "", &v);
+    ck_assert_str_eq(config_view_lookup(&v, "num_workers", "")->value, "8"); /* the later read */
+    story_free(a);
+    story_free(b);
+}
+END_TEST
+
 START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
 {
     /* the job's argparse Namespace (printed here by Python 3.11) and a kernel OOM kill of its trainer
@@ -371,7 +400,9 @@ START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
     ck_assert_uint_ge(r.st->n, 1);
     const finding *f = &r.st->f[0];
     ck_assert_int_eq(f->cls, CLS_HOST_OOM_KILL);
-    advice *a = advice_resolve(r.db, f, FW_PYTORCH, r.st->config, "");
+    config_view cfg;
+    story_settings_view(r.st, "", &cfg);
+    advice *a = advice_resolve(r.db, f, FW_PYTORCH, &cfg, "");
     char *d = cJSON_PrintUnformatted(a->diagnosis);
     HAS(d, "no_loader_workers");
     HAS(d, "num_workers=0");
@@ -414,7 +445,9 @@ START_TEST(test_advice_fixture_steps_agree_with_their_diagnosis)
             for (size_t i = 0; i < r.st->n; i++) {
                 static const int fws[] = {FW_UNKNOWN, FW_TRL, FW_SLIME, FW_VERL};
                 for (size_t j = 0; j < sizeof fws / sizeof *fws; j++) {
-                    advice *a = advice_resolve(db, &r.st->f[i], fws[j], r.st->config, "");
+                    config_view cfg;
+                    story_settings_view(r.st, "", &cfg);
+                    advice *a = advice_resolve(db, &r.st->f[i], fws[j], &cfg, "");
                     ck_assert_ptr_nonnull(a);
                     refutations += (size_t)check_consistent(db, a, path);
                     const cJSON *st;
@@ -453,6 +486,7 @@ int main(void)
     tcase_add_test(tc, test_advice_printed_torch_version_decides_allocator_setting);
     tcase_add_test(tc, test_advice_versions_from_banners);
     tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);
+    tcase_add_test(tc, test_advice_reads_the_jobs_own_settings);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
     suite_add_tcase(s, tc);
     return check_run(s);

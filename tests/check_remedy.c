@@ -187,7 +187,9 @@ START_TEST(test_remedy_slurm_memory_request_read_from_the_job_script)
     run_out r = scan_real(LOG_SLURM_5932);
     const finding *f = &r.st->f[0];
     ck_assert_int_eq(f->cls, CLS_HOST_OOM_KILL);
-    cJSON *rem = remedy_json_config(r.db, f, FW_UNKNOWN, r.st->config, f->job_id);
+    config_view cfg;
+    story_settings_view(r.st, f->job_id, &cfg);
+    cJSON *rem = remedy_json_config(r.db, f, FW_UNKNOWN, &cfg, f->job_id);
     char *js = cJSON_PrintUnformatted(rem);
     HAS(js, "\"key\":\"#SBATCH --mem\",\"form\":\"directive\"");
     HAS(js, "\"current\":\"64Gb\",\"proposed\":\"96Gb\"");

@@ -52,7 +52,7 @@ static int conclusion_on(const pdb *db, const cJSON *diag, const cJSON *p, const
 /* 1 when the job's logs printed a version outside the range a setting exists in: "since" {component:
  * version} (first in that version) or "before" {component: version} (gone in it). A version the logs
  * never printed excludes nothing: both forms are then given. */
-static int version_excludes(const cJSON *set, const config_store *cfg, const char *job)
+static int version_excludes(const cJSON *set, const config_view *cfg, const char *job)
 {
     static const char *const keys[] = {"since", "before"};
     for (int k = 0; k < 2; k++) {
@@ -70,7 +70,7 @@ static int version_excludes(const cJSON *set, const config_store *cfg, const cha
 /* The settings of one framework as the user writes them, each with the job's value when the log
  * printed it; a setting whose premise the diagnosis refutes (one this PyTorch does not have) is
  * left out. */
-static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag, const config_store *cfg, const char *job)
+static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag, const config_view *cfg, const char *job)
 {
     cJSON *arr = cJSON_CreateArray();
     const cJSON *src;
@@ -90,7 +90,7 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
         cJSON_DeleteItemFromObjectCaseSensitive(set, "since");
         cJSON_DeleteItemFromObjectCaseSensitive(set, "before");
         cJSON_AddItemToArray(arr, set);
-        const config_entry *e = config_lookup(cfg, jstr(set, "key"), job);
+        const config_entry *e = config_view_lookup(cfg, jstr(set, "key"), job);
         if (e) {
             char proposed[128];
             config_verdict v = config_propose(jstr(set, "change"), e->value, proposed, sizeof proposed);
@@ -114,7 +114,7 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
     return arr;
 }
 
-static cJSON *step_json(const pdb *db, const cJSON *step, const char *fw, const cJSON *diag, const config_store *cfg,
+static cJSON *step_json(const pdb *db, const cJSON *step, const char *fw, const cJSON *diag, const config_view *cfg,
                         const char *job)
 {
     cJSON *o = cJSON_CreateObject();
@@ -176,7 +176,7 @@ static placed place(const pdb *db, const cJSON *st, int i, const char *fwname, i
     return p;
 }
 
-static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSON *diag, const config_store *cfg,
+static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSON *diag, const config_view *cfg,
                              const char *job)
 {
     const pdb_checklist *c = pdb_checklist_for(db, f->cls, f->phase);
@@ -231,24 +231,35 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
 }
 
 /* The versions the job's logs printed, as {"component": "version"}; NULL when none or out of memory. */
-static cJSON *versions_json(const config_store *cfg, const char *job)
+typedef struct {
+    const config_view *cfg;
+    const char *job;
+    cJSON *o;
+    int nomem;
+} versions_ctx;
+
+static void versions_in(const config_store *st, void *ud)
 {
-    cJSON *o = NULL;
-    for (size_t i = 0; cfg && i < cfg->n; i++) {
-        const config_entry *e = &cfg->e[i];
-        if (strncmp(e->path, "version.", 8) != 0)
-            continue;
-        const config_entry *latest = config_get(cfg, e->path, job);
-        if (latest != e)
-            continue; /* another read of the same component wins */
-        if (!o && !(o = cJSON_CreateObject()))
-            return NULL;
-        cJSON_AddStringToObject(o, e->path + 8, e->value);
+    versions_ctx *x = ud;
+    for (size_t i = 0; i < st->n && !x->nomem; i++) {
+        const config_entry *e = &st->e[i];
+        if (strncmp(e->path, "version.", 8) != 0 || config_view_get(x->cfg, e->path, x->job) != e)
+            continue; /* not a version, another job's, or another read of the same component wins */
+        if (!x->o && !(x->o = cJSON_CreateObject()))
+            x->nomem = 1;
+        else
+            cJSON_AddStringToObject(x->o, e->path + 8, e->value);
     }
-    return o;
 }
 
-advice *advice_resolve(const pdb *db, const finding *f, int fw, const config_store *cfg, const char *job)
+static cJSON *versions_json(const config_view *cfg, const char *job)
+{
+    versions_ctx x = {cfg, job, NULL, 0};
+    config_view_each(cfg, versions_in, &x);
+    return x.o;
+}
+
+advice *advice_resolve(const pdb *db, const finding *f, int fw, const config_view *cfg, const char *job)
 {
     advice *a = calloc(1, sizeof *a);
     if (!a)

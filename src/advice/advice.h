@@ -15,7 +15,7 @@
 #include "db/patterndb.h"
 #include "story/story.h"
 
-struct config_store;
+struct config_view;
 
 typedef struct advice {
     cJSON *remediation; /* {"id", "doc", "title", "steps": [...]}, or JSON null when no checklist applies */
@@ -26,7 +26,7 @@ typedef struct advice {
 
 /* The advice for finding f of framework fw (a tax_framework), the job's settings `cfg` (may be NULL)
  * of job `job` ("" or NULL: any). NULL only when out of memory. */
-advice *advice_resolve(const pdb *db, const finding *f, int fw, const struct config_store *cfg, const char *job);
+advice *advice_resolve(const pdb *db, const finding *f, int fw, const struct config_view *cfg, const char *job);
 
 void advice_free(advice *a);
 

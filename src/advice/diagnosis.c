@@ -120,7 +120,7 @@ static int measured_fragmentation(const pdb *db, const cJSON *m, double req, var
     return 1;
 }
 
-static void cuda_oom(const pdb *db, const finding *f, const config_store *cfg, const char *job, cJSON *arr)
+static void cuda_oom(const pdb *db, const finding *f, const config_view *cfg, const char *job, cJSON *arr)
 {
     const cJSON *m = f->memory;
     double req = 0, fr = 0, tot = 0, ru = 0, res = 0, alloc = 0, gpu = -1;
@@ -277,13 +277,13 @@ static void host_oom(const pdb *db, const finding *f, cJSON *arr)
 }
 
 /* What the log itself rules out: a loader with no worker processes, error files already written. */
-static void ruled_out(const pdb *db, const finding *f, const config_store *cfg, const char *job, cJSON *arr)
+static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, const char *job, cJSON *arr)
 {
     vars v = {0};
     if (f->cls == CLS_HOST_OOM_KILL || f->cls == CLS_HOST_MEMORY_ERROR || f->cls == CLS_SHM_EXHAUSTED) {
         static const char *const keys[] = {"num_workers", "data.dataloader_num_workers", "dataloader_num_workers"};
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-            const config_entry *e = config_lookup(cfg, keys[i], job);
+            const config_entry *e = config_view_lookup(cfg, keys[i], job);
             if (e && strcmp(e->value, "0") == 0) {
                 var(&v, "key", "%s", e->path);
                 var(&v, "value", "%s", e->value);
@@ -318,7 +318,7 @@ static void ruled_out(const pdb *db, const finding *f, const config_store *cfg, 
     }
 }
 
-cJSON *diagnosis_json(const pdb *db, const finding *f, const config_store *cfg, const char *job)
+cJSON *diagnosis_json(const pdb *db, const finding *f, const config_view *cfg, const char *job)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!arr)

@@ -13,12 +13,12 @@
 #include "db/patterndb.h"
 #include "story/story.h"
 
-struct config_store;
+struct config_view;
 
 /* {"conclusions": [{"id", "what", "arithmetic"}...]} for finding f, the job's settings `cfg` (may be
  * NULL) of job `job` ("" for any) consulted for what the log rules out; NULL when nothing can be
  * concluded or out of memory. */
-cJSON *diagnosis_json(const pdb *db, const finding *f, const struct config_store *cfg, const char *job);
+cJSON *diagnosis_json(const pdb *db, const finding *f, const struct config_view *cfg, const char *job);
 
 /* 1 when conclusion `id` (an "id" of a diagnosis_json() conclusion) refutes premise `premise`
  * (`key` "refutes") or supports it (`key` "supports"), per the data. */

@@ -19,7 +19,7 @@ static const char *jstr(const cJSON *o, const char *k)
 
 cJSON *remedy_json(const pdb *db, const finding *f, int fw) { return remedy_json_config(db, f, fw, NULL, ""); }
 
-cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_store *cfg, const char *job)
+cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_view *cfg, const char *job)
 {
     advice *a = advice_resolve(db, f, fw, cfg, job);
     if (!a)

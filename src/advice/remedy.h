@@ -13,7 +13,7 @@
 #include "story/story.h"
 #include "advice/diagnosis.h"
 
-struct config_store;
+struct config_view;
 
 /* {"id", "doc", "title", "steps": [...]} for finding f under framework fw; steps with a setting for fw
  * come first. Null JSON when no checklist applies. */
@@ -22,7 +22,7 @@ cJSON *remedy_json(const pdb *db, const finding *f, int fw);
 /* remedy_json, and each setting that `cfg` (may be NULL: the settings the log printed) knows for job
  * `job` ("" for any) gets "current", "read_at" and, when the step's rule gives one, "proposed" (or
  * "already": true). */
-cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_store *cfg, const char *job);
+cJSON *remedy_json_config(const pdb *db, const finding *f, int fw, const struct config_view *cfg, const char *job);
 
 /* diagnosis_json() (diagnosis.h) without the job's settings. */
 cJSON *remedy_diagnosis_json(const pdb *db, const finding *f);

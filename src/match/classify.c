@@ -107,7 +107,8 @@ int classify_is_cheap(const pdb *db, size_t lit)
 static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
                                       uint64_t line)
 {
-    return config_capture(&c->st->config, c->cfg, c->db->config_lits[cfg], (const char *)v->buf, v->base, start, end,
+    config_store **st = story_job_settings(c->st, c->src->job_id);
+    return !st || config_capture(st, c->cfg, c->db->config_lits[cfg], (const char *)v->buf, v->base, start, end,
                           c->src->job_id, c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
@@ -117,7 +118,8 @@ static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t 
 static oomscan_status capture_version(classifier *c, const scan_view *v, size_t idx, size_t start, size_t end,
                                       uint64_t line)
 {
-    return version_capture(&c->st->config, &c->db->versions[idx], (const char *)v->buf + start, end - start,
+    config_store **st = story_job_settings(c->st, c->src->job_id);
+    return !st || version_capture(st, &c->db->versions[idx], (const char *)v->buf + start, end - start,
                            c->src->job_id, c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;

@@ -92,6 +92,36 @@ int config_literal(const char *key, char *lit, size_t cap, char *alt, size_t alt
 
 /* ---- store -------------------------------------------------------------------------------- */
 
+config_store *config_store_new(uint64_t *clock)
+{
+    config_store *s = calloc(1, sizeof *s);
+    if (s)
+        s->clock = clock;
+    return s;
+}
+
+config_view config_view_of(const config_store *st)
+{
+    config_view v = {st, NULL, NULL, 0};
+    return v;
+}
+
+void config_view_each(const config_view *v, void (*fn)(const config_store *st, void *ud), void *ud)
+{
+    if (!v)
+        return;
+    if (v->all) {
+        for (size_t i = 0; i < v->n_all; i++)
+            if (v->all[i])
+                fn(v->all[i], ud);
+        return;
+    }
+    if (v->own)
+        fn(v->own, ud);
+    if (v->shared && v->shared != v->own)
+        fn(v->shared, ud);
+}
+
 void config_store_free(config_store *s)
 {
     if (!s)
@@ -145,7 +175,7 @@ static int put(config_store **sp, const char *path, const char *value, const cha
     e->value = v;
     e->file = f;
     e->line = line;
-    e->seq = s->next_seq++;
+    e->seq = s->clock ? (*s->clock)++ : s->next_seq++;
     return 0;
 }
 
@@ -155,15 +185,32 @@ int config_put(config_store **st, const char *path, const char *value, const cha
     return put(st, path, value, job, file, line);
 }
 
+typedef struct {
+    const char *path, *job;
+    const config_entry *best;
+} get_ctx;
+
+static void get_in(const config_store *st, void *ud)
+{
+    get_ctx *g = ud;
+    for (size_t i = 0; g->path && i < st->n; i++) {
+        const config_entry *e = &st->e[i];
+        if (strcmp(e->path, g->path) == 0 && job_match(e->job, g->job) && (!g->best || e->seq > g->best->seq))
+            g->best = e;
+    }
+}
+
+const config_entry *config_view_get(const config_view *v, const char *path, const char *job)
+{
+    get_ctx g = {path, job ? job : "", NULL};
+    config_view_each(v, get_in, &g);
+    return g.best;
+}
+
 const config_entry *config_get(const config_store *st, const char *path, const char *job)
 {
-    const config_entry *best = NULL;
-    for (size_t i = 0; st && path && i < st->n; i++) {
-        const config_entry *e = &st->e[i];
-        if (strcmp(e->path, path) == 0 && job_match(e->job, job ? job : "") && (!best || e->seq > best->seq))
-            best = e;
-    }
-    return best;
+    config_view v = config_view_of(st);
+    return config_view_get(&v, path, job);
 }
 
 int config_store_merge(config_store **dst, config_store **src)
@@ -196,30 +243,48 @@ static void path_comps(const char *path, comps *out)
     }
 }
 
-const config_entry *config_lookup(const config_store *st, const char *key, const char *job)
+typedef struct {
+    comps k;
+    const char *job;
+    const config_entry *best;
+    size_t best_score;
+} lookup_ctx;
+
+static void lookup_in(const config_store *st, void *ud)
 {
-    comps k, p;
-    if (!st || !key || !key_comps(key, &k))
-        return NULL;
-    const config_entry *best = NULL;
-    size_t best_score = 0;
+    lookup_ctx *l = ud;
+    comps p;
     for (size_t i = 0; i < st->n; i++) {
         const config_entry *e = &st->e[i];
-        if (!job_match(e->job, job ? job : ""))
+        if (!job_match(e->job, l->job))
             continue;
         path_comps(e->path, &p);
         size_t s = 0;
-        while (s < k.n && s < p.n && strcmp(k.c[k.n - 1 - s], p.c[p.n - 1 - s]) == 0)
+        while (s < l->k.n && s < p.n && strcmp(l->k.c[l->k.n - 1 - s], p.c[p.n - 1 - s]) == 0)
             s++;
         /* one path must be a suffix of the other: critic.x never stands for actor.x */
-        if (s == 0 || s < (k.n < p.n ? k.n : p.n))
+        if (s == 0 || s < (l->k.n < p.n ? l->k.n : p.n))
             continue;
-        if (!best || s > best_score || (s == best_score && e->seq > best->seq)) {
-            best = e;
-            best_score = s;
+        if (!l->best || s > l->best_score || (s == l->best_score && e->seq > l->best->seq)) {
+            l->best = e;
+            l->best_score = s;
         }
     }
-    return best;
+}
+
+const config_entry *config_view_lookup(const config_view *v, const char *key, const char *job)
+{
+    lookup_ctx l = {.job = job ? job : ""};
+    if (!key || !key_comps(key, &l.k))
+        return NULL;
+    config_view_each(v, lookup_in, &l);
+    return l.best;
+}
+
+const config_entry *config_lookup(const config_store *st, const char *key, const char *job)
+{
+    config_view v = config_view_of(st);
+    return config_view_lookup(&v, key, job);
 }
 
 /* ---- reading a line ----------------------------------------------------------------------- */

@@ -31,9 +31,23 @@ typedef struct config_store {
     config_entry *e;
     size_t n, cap;
     uint64_t next_seq;
+    uint64_t *clock; /* shared with the other jobs' stores of one story: reads ordered across them; or NULL */
 } config_store;
 
+/* An empty store whose reads take their order from *clock (NULL: its own). NULL out of memory. */
+config_store *config_store_new(uint64_t *clock);
 void config_store_free(config_store *s);
+
+/* The settings one job sees, borrowed from their owner (story.h keeps a store per job): its own store
+ * and the store of inputs that name no job; a finding of no job sees every job's (`all`). */
+typedef struct config_view {
+    const config_store *own, *shared;
+    const config_store *const *all;
+    size_t n_all;
+} config_view;
+
+/* A view of one store alone (tests, tools that read one log). */
+config_view config_view_of(const config_store *st);
 
 /* Append every entry of *src to *dst (creating it if needed), later reads winning; *src is freed and
  * set to NULL. Returns 0, -1 out of memory. */
@@ -46,6 +60,7 @@ int config_put(config_store **st, const char *path, const char *value, const cha
 
 /* The latest entry whose path is exactly `path`, of job `job` ("" matches every job); NULL when none. */
 const config_entry *config_get(const config_store *st, const char *path, const char *job);
+const config_entry *config_view_get(const config_view *v, const char *path, const char *job);
 
 /* The text to search the log for when a checklist names setting `key`, written into lit (cap bytes),
  * and a second spelling into alt ("max-tokens-per-gpu" for "--max-tokens-per-gpu", else "").
@@ -76,6 +91,10 @@ int config_capture(config_store **st, config_tracker *tr, const char *lit, const
  * path agrees with the most trailing components of the key (one a suffix of the other), the latest
  * read among equals. NULL when the log never printed it. */
 const config_entry *config_lookup(const config_store *st, const char *key, const char *job);
+const config_entry *config_view_lookup(const config_view *v, const char *key, const char *job);
+
+/* Calls fn for each store of view v (own, shared, or all). */
+void config_view_each(const config_view *v, void (*fn)(const config_store *st, void *ud), void *ud);
 
 typedef enum { CONFIG_NO_PROPOSAL, CONFIG_PROPOSED, CONFIG_ALREADY } config_verdict;
 

@@ -99,11 +99,11 @@ int version_capture(config_store **st, const pdb_version_rule *r, const char *li
     return n < 0 ? -1 : n > 0 ? n - 1 : 0;
 }
 
-const config_entry *version_of(const config_store *st, const char *component, const char *job)
+const config_entry *version_of(const config_view *v, const char *component, const char *job)
 {
     char path[160];
     snprintf(path, sizeof path, "version.%s", component);
-    return config_get(st, path, job);
+    return config_view_get(v, path, job);
 }
 
 /* The next numeric release part of *s (0 when none is left); stops at the first part that is not

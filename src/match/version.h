@@ -24,7 +24,7 @@ int version_capture(config_store **st, const pdb_version_rule *r, const char *li
                     const char *file, uint64_t lineno);
 
 /* The version of `component` the log printed for job `job` ("" any), or NULL. */
-const config_entry *version_of(const config_store *st, const char *component, const char *job);
+const config_entry *version_of(const config_view *v, const char *component, const char *job);
 
 /* Compare two versions by their numeric release parts ("2.0.1+cu117" < "2.1"; a missing part is 0;
  * pre-release and local suffixes are ignored). <0, 0, >0 as strcmp. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "advice/advice.h"
+#include "match/config.h"
 
 tax_framework result_framework(const uint32_t votes[FW__COUNT], const finding *f)
 {
@@ -68,7 +69,10 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
     rf->phase_confidence = f->phase == PH_UNKNOWN ? NULL : f->phase_weak ? "weak" : "strong";
     if (with_advice) {
         /* diagnosis and checklist resolved together, so the steps follow the diagnosis */
-        advice *a = advice_resolve(scan->db, f, (int)rf->framework, st->config, rf->job);
+        /* the settings of the finding's own job (story.h owns them per job) */
+        config_view cfg;
+        story_settings_view(st, rf->job, &cfg);
+        advice *a = advice_resolve(scan->db, f, (int)rf->framework, &cfg, rf->job);
         if (a) {
             rf->remediation = a->remediation;
             rf->diagnosis = a->diagnosis;

@@ -69,7 +69,12 @@ void story_free(story *s)
     free(s->bucket);
     free(s->votes);
     free(s->vbucket);
-    config_store_free(s->config);
+    for (size_t i = 0; i < s->n_settings; i++)
+        config_store_free(s->settings[i]);
+    free(s->settings);
+    free(s->settings_job);
+    free(s->sbucket);
+    free(s->snext);
     free(s);
 }
 
@@ -526,10 +531,78 @@ long story_add(story *s, const story_event *ev)
     return idx;
 }
 
+#define SETTINGS_BUCKETS 1024
+
+static long settings_find(const story *s, const char *job)
+{
+    if (!s->sbucket)
+        return -1;
+    for (long i = s->sbucket[fnv1a(job, FNV_BASIS) % SETTINGS_BUCKETS]; i >= 0; i = s->snext[i])
+        if (strcmp(s->settings_job[i], job) == 0)
+            return i;
+    return -1;
+}
+
+config_store **story_job_settings(story *s, const char *job)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s", job ? job : "");
+    long i = settings_find(s, key);
+    if (i >= 0)
+        return &s->settings[i];
+    if (!s->sbucket) {
+        if (!(s->sbucket = malloc(SETTINGS_BUCKETS * sizeof *s->sbucket)))
+            return NULL;
+        for (size_t k = 0; k < SETTINGS_BUCKETS; k++)
+            s->sbucket[k] = -1;
+    }
+    if (s->n_settings == s->cap_settings) {
+        size_t cap = s->cap_settings ? s->cap_settings * 2 : 4;
+        config_store **g = realloc(s->settings, cap * sizeof *g);
+        if (g)
+            s->settings = g;
+        char(*gj)[32] = realloc(s->settings_job, cap * sizeof *gj);
+        if (gj)
+            s->settings_job = gj;
+        long *gn = realloc(s->snext, cap * sizeof *gn);
+        if (gn)
+            s->snext = gn;
+        if (!g || !gj || !gn)
+            return NULL;
+        s->cap_settings = cap;
+    }
+    if (!(s->settings[s->n_settings] = config_store_new(&s->settings_clock)))
+        return NULL;
+    i = (long)s->n_settings++;
+    memcpy(s->settings_job[i], key, sizeof key);
+    size_t b = fnv1a(key, FNV_BASIS) % SETTINGS_BUCKETS;
+    s->snext[i] = s->sbucket[b];
+    s->sbucket[b] = i;
+    return &s->settings[i];
+}
+
+void story_settings_view(const story *s, const char *job, config_view *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!job || !*job) {
+        /* a finding of no job matched every job's settings when one store held them all */
+        out->all = (const config_store *const *)s->settings;
+        out->n_all = s->n_settings;
+        return;
+    }
+    long own = settings_find(s, job), shared = settings_find(s, "");
+    out->own = own >= 0 ? s->settings[own] : NULL;
+    out->shared = shared >= 0 ? s->settings[shared] : NULL;
+}
+
 int story_merge(story *dst, story *src)
 {
-    if (config_store_merge(&dst->config, &src->config) != 0)
-        return -1;
+    /* each job's settings join the same job's: a later read (src is merged after dst) wins */
+    for (size_t i = 0; i < src->n_settings; i++) {
+        config_store **to = story_job_settings(dst, src->settings_job[i]);
+        if (!to || config_store_merge(to, &src->settings[i]) != 0)
+            return -1;
+    }
     for (size_t v = 0; v < src->n_votes; v++)
         if (story_note_votes(dst, src->votes[v].job, src->votes[v].votes) != 0)
             return -1;

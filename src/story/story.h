@@ -90,6 +90,7 @@ typedef struct {
 } finding;
 
 struct config_store;
+struct config_view;
 
 struct story_jobvotes;
 
@@ -98,7 +99,13 @@ typedef struct {
     size_t n, cap;
     size_t dropped; /* findings not kept past the cap */
     size_t max_findings; /* story_merge keeps at most this many (0: no cap): the whole run's limit */
-    struct config_store *config; /* settings the log printed (config.h), NULL until one is read */
+    /* The settings each job's logs printed (config.h), owned per job: settings[i] is the store of job
+     * settings_job[i] ("" for inputs naming none), created by story_job_settings() */
+    struct config_store **settings;
+    char (*settings_job)[32];
+    size_t n_settings, cap_settings;
+    long *sbucket, *snext;   /* settings by job hash: chain heads and links */
+    uint64_t settings_clock; /* orders reads across the jobs' stores: the later read wins */
     long *bucket;   /* index by group and job: heads of hnext chains */
     size_t n_bucket;
     size_t n_indexed; /* f[0..n_indexed) are in the index (merge.c appends findings it builds itself) */
@@ -144,6 +151,14 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
 /* Move every finding of `src` into `dst` (findings with the same group merge). `src` is left empty.
  * Call in input order: first/last locations keep that order. Returns 0, -1 out of memory. */
 int story_merge(story *dst, story *src);
+
+/* The settings store of `job` ("" for inputs that name none), created on first use, for the scanner to
+ * read into (config_capture, version_capture). NULL out of memory. */
+struct config_store **story_job_settings(story *s, const char *job);
+
+/* What advice reads for a finding of `job`, into *out (borrowed from the story): that job's settings
+ * and those of inputs naming no job; a finding of no job sees every job's. */
+void story_settings_view(const story *s, const char *job, struct config_view *out);
 
 /* Compute jobs, ids, joins, roles and causes (idempotent: call again after more story_add).
  * `job_id` is the scan-wide job when all inputs agree or one was given (else ""): the job of findings
