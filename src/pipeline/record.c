@@ -87,15 +87,43 @@ cJSON *record_scan_json(const struct oomscan_scan *s)
 
 /* The settings the log printed that finding f's job uses (config_lookup's rule: an entry of no job
  * serves every job), oldest read first: advice shows them as "current -> proposed". */
-static cJSON *settings_json(const config_store *cfg, const finding *f)
+typedef struct {
+    const config_entry **e;
+    size_t n, cap;
+    int nomem;
+} entries;
+
+static void gather(const config_store *st, void *ud)
+{
+    entries *x = ud;
+    for (size_t i = 0; i < st->n && !x->nomem; i++) {
+        if (x->n == x->cap) {
+            size_t cap = x->cap ? x->cap * 2 : 16;
+            const config_entry **g = realloc(x->e, cap * sizeof *g);
+            if (!g) {
+                x->nomem = 1;
+                break;
+            }
+            x->e = g;
+            x->cap = cap;
+        }
+        x->e[x->n++] = &st->e[i];
+    }
+}
+
+/* The settings finding f's job sees (story_settings_view), in the order they were read. */
+static cJSON *settings_json(const story *st, const finding *f)
 {
     cJSON *a = cJSON_CreateArray();
-    size_t n = cfg ? cfg->n : 0;
-    const config_entry **e = n ? malloc(n * sizeof *e) : NULL;
+    config_view v;
+    story_settings_view(st, f->job, &v);
+    entries all = {0};
+    config_view_each(&v, gather, &all);
+    const config_entry **e = all.e;
     size_t k = 0;
-    for (size_t i = 0; a && e && i < n; i++)
-        if (!cfg->e[i].job[0] || !f->job[0] || strcmp(cfg->e[i].job, f->job) == 0)
-            e[k++] = &cfg->e[i];
+    for (size_t i = 0; a && e && i < all.n; i++)
+        if (!e[i]->job[0] || !f->job[0] || strcmp(e[i]->job, f->job) == 0)
+            e[k++] = e[i];
     /* by seq, few entries (one per setting per job): insertion sort */
     for (size_t i = 1; i < k; i++)
         for (size_t j = i; j > 0 && e[j - 1]->seq > e[j]->seq; j--) {
@@ -152,8 +180,11 @@ cJSON *record_merge_json(const struct oomscan_scan *s, const finding *f)
     if (f->last.kind)
         cJSON_AddStringToObject(m, "last_kind", f->last.kind);
     /* the job's settings, so that advice from merged records shows the values a scan would */
-    if (s->st->config && s->st->config->n)
-        cJSON_AddItemToObject(m, "settings", settings_json(s->st->config, f));
+    int any = 0;
+    for (size_t i = 0; i < s->st->n_settings && !any; i++)
+        any = s->st->settings[i] && s->st->settings[i]->n;
+    if (any)
+        cJSON_AddItemToObject(m, "settings", settings_json(s->st, f));
     cJSON_AddItemToObject(m, "scan", record_scan_json(s));
     (void)safe_json(m); /* group, hosts, paths: log text and names, any bytes */
     return m;
@@ -290,40 +321,27 @@ static int settings_from(const cJSON *a, story *st)
         return 0;
     if (!cJSON_IsArray(a))
         return -1;
-    config_store *tmp = calloc(1, sizeof *tmp);
-    int n = cJSON_GetArraySize(a), rc = 0;
-    if (!tmp || (n > 0 && !(tmp->e = calloc((size_t)n, sizeof *tmp->e)))) {
-        free(tmp);
-        return -2;
-    }
-    tmp->cap = (size_t)n;
+    /* validate the whole array first: a bad record adds nothing */
     const cJSON *o;
     cJSON_ArrayForEach(o, a)
     {
         double line;
-        const char *path = str_of(o, "path"), *value = str_of(o, "value"), *job = str_of(o, "job"),
-                   *file = str_of(o, "file");
-        if (!path || !value || !job || !file || num_of(o, "line", &line)) {
-            rc = -1;
-            break;
-        }
-        config_entry *e = &tmp->e[tmp->n];
-        if (!(e->path = strdup(path)) || !(e->value = strdup(value)) || !(e->file = strdup(file))) {
-            free(e->path);
-            free(e->value);
-            rc = -2;
-            break;
-        }
-        snprintf(e->job, sizeof e->job, "%s", job);
-        e->line = jsonnum_u64(line, UINT64_MAX);
-        e->seq = tmp->next_seq++;
-        tmp->n++;
+        if (!str_of(o, "path") || !str_of(o, "value") || !str_of(o, "job") || !str_of(o, "file") ||
+            num_of(o, "line", &line))
+            return -1;
     }
-    if (rc) {
-        config_store_free(tmp);
-        return rc;
+    /* each setting into its job's store (story_job_settings), in the order the record lists them */
+    cJSON_ArrayForEach(o, a)
+    {
+        double line = 0;
+        num_of(o, "line", &line);
+        const char *job = str_of(o, "job");
+        config_store **to = story_job_settings(st, job);
+        if (!to || config_put(to, str_of(o, "path"), str_of(o, "value"), job, str_of(o, "file"),
+                              jsonnum_u64(line, UINT64_MAX)) != 0)
+            return -2;
     }
-    return config_store_merge(&st->config, &tmp) ? -2 : 0;
+    return 0;
 }
 
 static int fail(char *err, size_t cap, int rc, const char *msg, const char *arg)
