@@ -83,6 +83,10 @@ for f in json ndjson markdown openmetrics ticket; do
   "$oomscan" -q --format $f "$sample" "$t/nope.log" > "$t/out" 2> "$t/err"; rc=$?
   [ $rc -eq 2 ] && [ ! -s "$t/out" ] && [ ! -s "$t/err" ] && ok || bad "-q --format $f: exit $rc, $(wc -c < "$t/out") bytes out, $(cat "$t/err")"
 done
+# -q with -o: the report asked for still goes to its file, nothing to stdout or stderr
+"$oomscan" -q -f json -o "$t/q.json" "$sample" > "$t/out" 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && [ ! -s "$t/out" ] && [ ! -s "$t/err" ] && [ -s "$t/q.json" ] && jq -e '.findings | length > 0' "$t/q.json" > /dev/null && ok ||
+  bad "-q -o: exit $rc, $(wc -c < "$t/out") bytes out, file: $(head -c 100 "$t/q.json" 2>&1)"
 # the text report fits 80 columns when not a terminal, COLUMNS when set; evidence is cut with an ellipsis
 "$oomscan" -v "$sample" > "$t/out"
 [ "$(wc -L < "$t/out")" -le 80 ] && ok || bad "not a terminal: lines of $(wc -L < "$t/out") columns (max 80)"
