@@ -175,7 +175,7 @@ static void cuda_oom(const pdb *db, const finding *f, const config_view *cfg, co
         var(&v, "at", "%s:%llu", torch->file, (unsigned long long)torch->line);
     }
     var(&v, "setting", "%s", expandable ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-                                        : "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128");
+                                        : "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512");
     /* a memory snapshot measured what the message only lets us infer: it decides */
     if (!measured_fragmentation(db, m, has_req ? req : -1, &v, arr) && has_req && has_ru) {
         var_bytes(&v, "unallocated", ru);
