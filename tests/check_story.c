@@ -39,6 +39,7 @@ typedef struct {
     const char *job, *rank, *pid, *host;
     const char *mem; /* JSON object of numbers, or NULL */
     const char *kind;
+    const char *ray_job; /* from a Ray worker log's name, or NULL */
 } ev_spec;
 
 static long add(story *s, size_t input, const ev_spec *e)
@@ -60,6 +61,7 @@ static long add(story *s, size_t input, const ev_spec *e)
         .host = e->host,
         .job_id = e->job ? e->job : "",
         .kind = e->kind,
+        .ray_job = e->ray_job,
         .merge_into = -1,
     };
     return story_add(s, &ev);
@@ -299,6 +301,43 @@ START_TEST(test_story_job_stated_by_a_line_is_its_sources)
 }
 END_TEST
 
+#define W1 "logs/worker-79a553ea91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2-01000000-23444.err"
+#define W2 "logs/worker-0a6b2c4d91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2-02000000-23999.err"
+
+START_TEST(test_story_ray_job_names_the_job)
+{
+    /* two Ray jobs' workers: each its own job, no cause across them */
+    ev_spec two[] = {
+        {&P_OOM, OOM_TEXT, W1, 5, .ray_job = "01000000"},
+        {&P_TIMEOUT, TIMEOUT_TEXT, W2, 9, .ray_job = "02000000"},
+    };
+    story *s = tell(two, 2, NULL, "");
+    ck_assert_str_eq(find(s, &P_OOM, NULL)->job, "01000000");
+    const finding *t = find(s, &P_TIMEOUT, NULL);
+    ck_assert_str_eq(t->job, "02000000");
+    ck_assert_msg(t->is_root, "a timeout of Ray job 02000000 was given job 01000000's OOM as cause");
+    ck_assert_uint_eq(s->n_jobs, 2);
+    story_free(s);
+    /* one Ray job: its driver's log (a submission id, no job id) is that job's too */
+    ev_spec one[] = {
+        {&P_OOM, OOM_TEXT, W1, 5, .ray_job = "01000000"},
+        {&P_CHILD, "ActorDiedError", "logs/job-driver-raysubmit_qZ8kXu2jV4yLCpWE.log", 40,
+         .ray_job = "raysubmit_qZ8kXu2jV4yLCpWE"},
+    };
+    s = tell(one, 2, NULL, "");
+    const finding *died = find(s, &P_CHILD, NULL), *oom = find(s, &P_OOM, NULL);
+    ck_assert_str_eq(died->job, "01000000");
+    ck_assert_str_eq(cause_id(s, died), oom->id);
+    ck_assert_uint_eq(s->n_jobs, 1);
+    story_free(s);
+    /* inside a Slurm job (the epilog's --job-id), the Slurm job is the job */
+    s = tell(two, 2, NULL, "3");
+    ck_assert_str_eq(find(s, &P_OOM, NULL)->job, "3");
+    ck_assert_str_eq(find(s, &P_TIMEOUT, NULL)->job, "3");
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_framework_votes_stay_in_their_job)
 {
     story *s = story_new();
@@ -429,6 +468,7 @@ int main(void)
     tcase_add_test(tc, test_story_no_id_twice);
     tcase_add_test(tc, test_story_job_stated_by_a_line_is_its_sources);
     tcase_add_test(tc, test_story_framework_votes_stay_in_their_job);
+    tcase_add_test(tc, test_story_ray_job_names_the_job);
     tcase_add_test(tc, test_story_many_jobs_one_story_each);
     tcase_add_test(tc, test_story_gloo_echoes_follow_the_kill);
     tcase_add_test(tc, test_story_gloo_echo_follows_a_crash);

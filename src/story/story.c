@@ -1041,6 +1041,16 @@ static void elect_causes(story *s, long head)
     }
 }
 
+/* A Ray job id as worker log names carry it: 8 hex digits (a submission id, "raysubmit_...", names the
+ * same job in another vocabulary and is not one). */
+static int is_ray_job(const char *r)
+{
+    size_t n = 0;
+    while (n < 9 && isxdigit((unsigned char)r[n]))
+        n++;
+    return n == 8 && !r[8];
+}
+
 int story_finish(story *s, const char *job_id)
 {
     itable streams = {0}, jobs = {0}, ids = {0};
@@ -1072,14 +1082,27 @@ int story_finish(story *s, const char *job_id)
         if (*v < 0 || f->first.line < s->f[*v].first.line)
             *v = (long)i;
     }
+    /* A Ray job (worker-<worker>-<job>-<pid>.err) is the job of its findings when the scan names none
+     * (no --job-id, no Slurm job the inputs agree on: a Ray job inside a Slurm job stays in the Slurm
+     * job). One Ray job in the scan is also the job of the sources that name none (its driver's log,
+     * the raylet's); with several, those stay apart, as nothing says which they belong to. */
+    const char *ray = NULL;
+    int rays = 0;
+    for (size_t i = 0; (!job_id || !*job_id) && i < s->n && rays < 2; i++) {
+        const char *r = s->f[i].ray_job;
+        if (!s->f[i].job_id[0] && is_ray_job(r) && (!ray || strcmp(ray, r) != 0))
+            ray = r, rays++;
+    }
+    if (rays == 1)
+        job_id = ray;
     for (size_t i = 0; i < s->n; i++) {
         finding *f = &s->f[i];
         const char *job = f->job_id;
         if (!*job) {
             long *v = itable_slot(&streams, stream_hash(&f->first), eq_stream, s, &f->first);
-            job = *v >= 0 ? s->f[*v].job_id : (job_id ? job_id : "");
+            job = *v >= 0 ? s->f[*v].job_id : rays > 1 && is_ray_job(f->ray_job) ? f->ray_job : (job_id ? job_id : "");
         }
-        snprintf(f->job, sizeof f->job, "%s", job);
+        snprintf(f->job, sizeof f->job, "%.*s", (int)sizeof f->job - 1, job);
         uint64_t h = FNV_BASIS;
         h = fnv1a(tax_class_name(f->cls), h);
         h = fnv1a("|", h);

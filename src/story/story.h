@@ -162,7 +162,8 @@ void story_settings_view(const story *s, const char *job, struct config_view *ou
 
 /* Compute jobs, ids, joins, roles and causes (idempotent: call again after more story_add).
  * `job_id` is the scan-wide job when all inputs agree or one was given (else ""): the job of findings
- * whose own source states none. Within one job:
+ * whose own source states none. Without it, a Ray worker log's job id (ray_job) is the job: of its own
+ * findings, and of every finding without one when the scan holds a single Ray job. Within one job:
  * - findings with the same id, and one failure's windows (same class, a launcher, kernel, Slurm or
  *   error-file window beside another, no rank, pid, host or time telling them apart) are joined: the
  *   best window (kernel, then Slurm, then the log, then error file, then launcher) is reported, with
