@@ -74,6 +74,17 @@ findings job-merged.json > jm.txt
 grep -q '"kind":	"launcher"' jj.txt && ok || bad "the job's kill has no launcher window"
 cmp -s jj.txt jm.txt && ok || { bad "a streamed job merges to another story than its scan"; diff jj.txt jm.txt | head -20; }
 
+# torchrun's -9 streamed before the kernel's kill of the same worker: reported as a root, then joined;
+# its last record must not leave a second root, and the records merge to the joint story.
+"$oomscan" --format ndjson "$job/torchrun.out" "$job/dmesg.log" > late.ndjson
+[ "$(jq -s '[group_by(.id)[] | last | select(.role == "root")] | length' late.ndjson)" = 1 ] && ok ||
+  bad "a window joined after it was reported stays a root: $(jq -c '[.id, .type, .role]' late.ndjson | tr '\n' ' ')"
+"$oomscan" --format json "$job/torchrun.out" "$job/dmesg.log" > late.json
+"$oomscan" merge --format json late.ndjson > late-merged.json
+findings late.json > lj.txt
+findings late-merged.json > lm.txt
+cmp -s lj.txt lm.txt && ok || { bad "late join: merge differs from the scan"; diff lj.txt lm.txt | head -10; }
+
 # Bad input is reported, the rest is still merged.
 printf 'not json\n' > junk.ndjson
 "$oomscan" merge n1.ndjson junk.ndjson missing.ndjson > bad.ndjson 2> bad.err; rc=$?

@@ -215,6 +215,52 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
         e->at = now;
         f->written_version = sig;
     }
+    /* A finding reported on its own that has since been joined into another (torchrun's -9 read before
+     * the kernel's kill of the same worker): one more record for its id, saying so, so that a consumer
+     * keeping the last record per id does not keep a second root. */
+    for (size_t k = shown; k < s->st->n && !st; k++) {
+        finding *f = &s->st->f[order[k]];
+        rep_entry *e = f->joined_into >= 0 ? rep_find(s->rep, f->id) : NULL;
+        if (!e)
+            continue;
+        const char *into = s->st->f[f->joined_into].id;
+        if (!e->is_root && strcmp(e->caused_by, into) == 0)
+            continue;
+        cJSON *j = record_visible_json(s, order[k], 1);
+        if (!j) {
+            st = OOMSCAN_ERR_NOMEM;
+            break;
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(j, "role", cJSON_CreateString("consequence"));
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "caused_by");
+        cJSON_AddStringToObject(j, "caused_by", into);
+        cJSON_AddStringToObject(j, "joined_into", into);
+        cJSON_AddStringToObject(j, "type", "update");
+        cJSON *ch = cJSON_AddArrayToObject(j, "changes");
+        if (e->is_root)
+            cJSON_AddItemToArray(ch, cJSON_CreateString("role"));
+        cJSON_AddItemToArray(ch, cJSON_CreateString("caused_by"));
+        cJSON_AddItemToObject(j, "merge", record_merge_json(s, f));
+        char *txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        size_t len = txt ? strlen(txt) : 0;
+        char *line = txt ? realloc(txt, len + 2) : NULL;
+        if (!line) {
+            free(txt);
+            st = OOMSCAN_ERR_NOMEM;
+            break;
+        }
+        line[len] = '\n';
+        line[len + 1] = '\0';
+        int bad = fn(ud, line, len + 1);
+        free(line);
+        if (bad) {
+            st = OOMSCAN_ERR_IO;
+            break;
+        }
+        e->is_root = 0;
+        snprintf(e->caused_by, sizeof e->caused_by, "%s", into);
+    }
     free(order);
     return st;
 }
