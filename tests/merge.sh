@@ -85,6 +85,13 @@ findings late.json > lj.txt
 findings late-merged.json > lm.txt
 cmp -s lj.txt lm.txt && ok || { bad "late join: merge differs from the scan"; diff lj.txt lm.txt | head -10; }
 
+# One line in two sources of one job (the console's copy and the rank's stderr.log, --job-id as the
+# epilog gives it): joined by its id, not a late window; the last records keep its one root.
+sj="$src/fixtures/realjobs/slurm_torchrun_oom/job"
+"$oomscan" --job-id 3 --format ndjson "$sj/slurm-3.out" "$sj/torchrun-3" > same.ndjson
+[ "$(jq -s '[group_by(.id)[] | last | select(.role == "root")] | length' same.ndjson)" = 1 ] && ok ||
+  bad "one failure's copies in two sources: $(jq -c '[.id, .type, .role]' same.ndjson | tr '\n' ' ')"
+
 # Bad input is reported, the rest is still merged.
 printf 'not json\n' > junk.ndjson
 "$oomscan" merge n1.ndjson junk.ndjson missing.ndjson > bad.ndjson 2> bad.err; rc=$?

@@ -224,7 +224,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
         if (!e)
             continue;
         const char *into = s->st->f[f->joined_into].id;
-        if (!e->is_root && strcmp(e->caused_by, into) == 0)
+        /* the same id joined (one line seen in two sources): its record is the one reported */
+        if (strcmp(f->id, into) == 0 || (!e->is_root && strcmp(e->caused_by, into) == 0))
             continue;
         cJSON *j = record_visible_json(s, order[k], 1);
         if (!j) {
