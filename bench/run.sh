@@ -6,6 +6,9 @@
 # slows both alike, and prints medians, ratios, throughput, peak RSS (/usr/bin/time -f %M) and how many
 # of the injected failures were found.
 #
+# Then it runs bench/shapes.sh (issue 18's log shapes, each as a ratio to grep) with the same RUNS;
+# --no-shapes leaves them out, --quick passes --no-jobs (the 20,000 job logs take the longest).
+#
 #   bench/run.sh                    # sizes 64 256 1024 MiB, 16 files of 64 MiB, 3 runs
 #   bench/run.sh --quick            # sizes 16 64, 4 files of 16 MiB, 3 runs: about a minute
 #   bench/run.sh --sizes "64 256" --files 8 --file-mb 32 --runs 5
@@ -17,14 +20,16 @@ sizes="64 256 1024"
 nfiles=16
 file_mb=64
 runs=3
+shapes=1 shape_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) sizes="16 64"; nfiles=4; file_mb=16; shift ;;
+    --quick) sizes="16 64"; nfiles=4; file_mb=16; shape_args="--no-jobs"; shift ;;
+    --no-shapes) shapes=0; shift ;;
     --sizes) sizes="$2"; shift 2 ;;
     --files) nfiles="$2"; shift 2 ;;
     --file-mb) file_mb="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -146,3 +151,10 @@ echo "| tar.gz, $nfiles x $file_mb MiB | $o | | | | $(mbps "$total_mb" "$o") |" 
      "$(awk -v k="$(rss tgz)" 'BEGIN{printf "%.1f", k/1024}') | $(found tgz "$many"/*.counts) |"
 echo
 echo "-j 1 and -j 2 JSON: $det"
+
+# every log shape's ratio to grep (issue 18), so one command shows whether any shape got slower
+if [ "$shapes" -eq 1 ]; then
+  echo
+  # shellcheck disable=SC2086
+  OOMSCAN="$oomscan" "$root/bench/shapes.sh" --runs "$runs" $shape_args
+fi
