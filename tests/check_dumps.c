@@ -59,7 +59,7 @@ static dump_kind read_one(const char *name, const char *data, size_t n, story *s
     *why = NULL;
     if (k == DUMP_NONE) {
         membuf m = {data, n, 0, 0};
-        ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, st, &res, NULL, NULL), OOMSCAN_OK);
+        ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL), OOMSCAN_OK);
     } else {
         membuf m = {data + nh, n - nh, 0, 0};
         ck_assert_int_eq(dumps_read(k, (const unsigned char *)data, nh, mem_read, &m, sc, ps, &src, st, acc, &res, why),

@@ -371,6 +371,88 @@ START_TEST(test_scan_names_from_ray_session)
 }
 END_TEST
 
+/* A sink that is not a story (match/event.h): it keeps what the scanner tells, and answers for its
+ * findings as the scanner asks (the phase so far), so a second wording joins the first. */
+typedef struct {
+    int n;               /* findings */
+    tax_phase phase[8];  /* of each finding */
+    int events;          /* events told */
+    long merge_into[8];  /* of each event */
+    tax_phase ev_phase[8];
+    int set_phase_calls;
+} rec_sink;
+
+static long rec_add(void *ud, const scan_event *ev)
+{
+    rec_sink *r = ud;
+    cJSON_Delete(ev->memory); /* the sink owns it */
+    if (r->n == 8 || r->events == 8)
+        return -1;
+    r->merge_into[r->events] = ev->merge_into;
+    r->ev_phase[r->events++] = ev->phase;
+    if (ev->merge_into >= 0) {
+        r->phase[ev->merge_into] = ev->phase;
+        return ev->merge_into;
+    }
+    r->phase[r->n] = ev->phase;
+    return r->n++;
+}
+
+static int rec_phase_of(void *ud, long i, tax_phase *phase, int *weak, const cJSON **memory)
+{
+    rec_sink *r = ud;
+    if (i < 0 || i >= r->n)
+        return -1;
+    *phase = r->phase[i];
+    *weak = 0;
+    *memory = NULL;
+    return 0;
+}
+
+static int rec_set_phase(void *ud, long i, tax_phase phase, const char *evidence, int framework)
+{
+    (void)i, (void)phase, (void)evidence, (void)framework;
+    ((rec_sink *)ud)->set_phase_calls++;
+    return 0;
+}
+
+static struct config_store **rec_settings(void *ud, const char *job)
+{
+    static struct config_store *none; /* the sample prints no settings */
+    (void)ud, (void)job;
+    return &none;
+}
+
+START_TEST(test_scan_feeds_any_sink)
+{
+    const char *text = "CUDA out of memory. Tried to allocate 1.00 GiB\n"
+                       "Traceback (most recent call last):\n"
+                       "  File \"/opt/train.py\", line 9, in step\n"
+                       "    loss.backward()\n"
+                       "CUDA out of memory. Tried to allocate 1.00 GiB\n";
+    pdb *db = testdb_new();
+    scanner *sc = scanner_new(db);
+    phase_state *ps = phase_new(db);
+    ck_assert(sc && ps);
+    rec_sink r = {0};
+    scan_sink sink = {&r, rec_add, rec_phase_of, rec_set_phase, rec_settings};
+    scan_source src = {.path = "mem.log"};
+    scan_result res;
+    ck_assert_int_eq(scanner_run_text(sc, text, strlen(text), &src, ps, &sink, &res), OOMSCAN_OK);
+    /* one finding: the second line joined the first through phase_of, and carries the phase its
+     * traceback gave */
+    ck_assert_int_eq(r.events, 2);
+    ck_assert_int_eq(r.n, 1);
+    ck_assert_int_eq(r.merge_into[0], -1);
+    ck_assert_int_eq(r.merge_into[1], 0);
+    ck_assert_int_eq(r.ev_phase[1], PH_BACKWARD);
+    ck_assert_uint_eq(res.lines, 5);
+    scanner_free(sc);
+    phase_free(ps);
+    pdb_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("scan");
@@ -393,6 +475,7 @@ int main(void)
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_names_from_ray_session);
+    tcase_add_test(tc, test_scan_feeds_any_sink);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

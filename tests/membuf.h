@@ -50,7 +50,7 @@ static inline run_out scan_text(pdb *db, const char *data, size_t len, size_t st
     phase_state *ps = phase_new(o.db);
     membuf m = {data, len, 0, step};
     scan_source src = {.path = "mem.log"};
-    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, o.st, &o.res, NULL, NULL), OOMSCAN_OK);
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, story_sink(o.st), &o.res, NULL, NULL), OOMSCAN_OK);
     story_finish(o.st, "");
     scanner_free(sc);
     phase_free(ps);

@@ -69,7 +69,7 @@ oomscan_status dumps_text_scan(scanner *sc, phase_state *ps, const scan_source *
                                story *tmp)
 {
     scan_result r;
-    return scanner_run_text(sc, text, n, src, ps, tmp, &r);
+    return scanner_run_text(sc, text, n, src, ps, story_sink(tmp), &r);
 }
 
 void dumps_tag(story *tmp, const char *kind, const timefmt *time, const char *rank, const char *local_rank,

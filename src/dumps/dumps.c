@@ -235,7 +235,7 @@ oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhea
             story_free(tmp);
             return OOMSCAN_ERR_NOMEM;
         }
-        ret = scanner_run(sc, replay_read, &r, src, ps, tmp, res, NULL, NULL);
+        ret = scanner_run(sc, replay_read, &r, src, ps, story_sink(tmp), res, NULL, NULL);
         if (!ret) {
             if (r.kb)
                 kernel_blocks_apply(r.kb, tmp);

@@ -1,4 +1,4 @@
-/* classify.c - a candidate line -> context, settings, or the best failure pattern -> a story event. */
+/* classify.c - a candidate line -> context, settings, or the best failure pattern -> an event for the sink. */
 #include "match/classify.h"
 
 #include <ctype.h>
@@ -33,7 +33,7 @@ struct classifier {
     /* per source */
     const scan_source *src;
     phase_state *ps;
-    story *st;
+    scan_sink sink; /* where failures go (event.h) */
     burst bursts[BURSTS];
     size_t n_bursts;
 };
@@ -75,11 +75,11 @@ void classifier_free(classifier *c)
     free(c);
 }
 
-void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, story *st)
+void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, const scan_sink *sink)
 {
     c->src = src;
     c->ps = ps;
-    c->st = st;
+    c->sink = *sink;
     c->n_bursts = 0;
     config_tracker_reset(c->cfg);
 }
@@ -107,7 +107,7 @@ int classify_is_cheap(const pdb *db, size_t lit)
 static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
                                       uint64_t line)
 {
-    config_store **st = story_job_settings(c->st, c->src->job_id);
+    config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
     return !st || config_capture(st, c->cfg, c->db->config_lits[cfg], (const char *)v->buf, v->base, start, end,
                           c->src->job_id, c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
@@ -118,7 +118,7 @@ static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t 
 static oomscan_status capture_version(classifier *c, const scan_view *v, size_t idx, size_t start, size_t end,
                                       uint64_t line)
 {
-    config_store **st = story_job_settings(c->st, c->src->job_id);
+    config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
     return !st || version_capture(st, &c->db->versions[idx], (const char *)v->buf + start, end - start,
                            c->src->job_id, c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
@@ -199,10 +199,12 @@ static oomscan_status late_phase(classifier *c, const char *key)
         if (strcmp(c->bursts[i].key, key) == 0 && (!last || c->bursts[i].line > last->line))
             last = &c->bursts[i];
     phase_answer ans;
-    if (last && last->finding >= 0 && (size_t)last->finding < c->st->n &&
-        (c->st->f[last->finding].phase == PH_UNKNOWN || c->st->f[last->finding].phase_weak) &&
+    tax_phase ph;
+    int weak;
+    const cJSON *mem;
+    if (last && c->sink.phase_of(c->sink.ud, last->finding, &ph, &weak, &mem) == 0 && (ph == PH_UNKNOWN || weak) &&
         phase_late(c->ps, key, last->line, &ans) &&
-        story_set_phase(c->st, last->finding, ans.phase, ans.evidence, ans.framework) != 0)
+        c->sink.set_phase(c->sink.ud, last->finding, ans.phase, ans.evidence, ans.framework) != 0)
         return OOMSCAN_ERR_NOMEM;
     return OOMSCAN_OK;
 }
@@ -217,13 +219,15 @@ static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
     for (size_t i = 0; i < c->n_bursts; i++)
         if (strcmp(c->bursts[i].key, li->key) == 0 && (!last || c->bursts[i].line > last->line))
             last = &c->bursts[i];
-    if (!last || last->finding < 0 || (size_t)last->finding >= c->st->n || li->line < last->line ||
+    tax_phase ph;
+    int weak;
+    const cJSON *mem;
+    if (!last || c->sink.phase_of(c->sink.ud, last->finding, &ph, &weak, &mem) != 0 || li->line < last->line ||
         li->line - last->line > (uint64_t)mk->reach)
         return OOMSCAN_OK;
-    const finding *f = &c->st->f[last->finding];
-    if (f->phase != PH_UNKNOWN && !f->phase_weak)
+    if (ph != PH_UNKNOWN && !weak)
         return OOMSCAN_OK;
-    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(f->memory, "pid");
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(mem, "pid");
     if (cJSON_IsNumber(pid)) {
         char want[32];
         snprintf(want, sizeof want, "%.0f", pid->valuedouble);
@@ -238,8 +242,9 @@ static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
     char ev[256];
     snprintf(ev, sizeof ev, "\"%s\" in the row of the killed task, %llu line(s) after the failure", mk->literal,
              (unsigned long long)(li->line - last->line));
-    return story_set_phase(c->st, last->finding, (tax_phase)mk->phase, ev, mk->framework) != 0 ? OOMSCAN_ERR_NOMEM
-                                                                                             : OOMSCAN_OK;
+    return c->sink.set_phase(c->sink.ud, last->finding, (tax_phase)mk->phase, ev, mk->framework) != 0
+               ? OOMSCAN_ERR_NOMEM
+               : OOMSCAN_OK;
 }
 
 static int cmp_size(const void *a, const void *b)
@@ -441,9 +446,12 @@ static long burst_of(const classifier *c, int cls, const char *key, uint64_t lin
     long merge = -1;
     for (size_t i = 0; i < c->n_bursts; i++) {
         const burst *b = &c->bursts[i];
-        if (b->cls == cls && strcmp(b->key, key) == 0 && line - b->line <= BURST_LINES && b->finding >= 0 &&
-            (size_t)b->finding < c->st->n &&
-            (c->st->f[b->finding].phase == ph || ph == PH_UNKNOWN || c->st->f[b->finding].phase == PH_UNKNOWN))
+        tax_phase fph;
+        int weak;
+        const cJSON *mem;
+        if (b->cls == cls && strcmp(b->key, key) == 0 && line - b->line <= BURST_LINES &&
+            c->sink.phase_of(c->sink.ud, b->finding, &fph, &weak, &mem) == 0 &&
+            (fph == ph || ph == PH_UNKNOWN || fph == PH_UNKNOWN))
             merge = b->finding;
     }
     return merge;
@@ -497,13 +505,18 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
     else if (cJSON_IsString(jid))
         snprintf(job, sizeof job, "%s", jid->valuestring);
     long merge = burst_of(c, (int)p->cls, li->key, li->line, ans.phase);
+    tax_phase mph = PH_UNKNOWN; /* the phase of the finding a burst joins, when it has one */
+    int mweak = 0;
+    const cJSON *mmem;
+    if (merge >= 0)
+        c->sink.phase_of(c->sink.ud, merge, &mph, &mweak, &mmem);
     const line_ctx *x = &li->ctx;
     /* A later line of a burst may name the phase its first line could not (Ray prints the exception
-     * above the task's traceback and again below it): story_add then gives the finding that phase. */
-    story_event ev = {
+     * above the task's traceback and again below it): the story then gives the finding that phase. */
+    scan_event ev = {
         .pattern = p,
-        .phase = merge >= 0 && c->st->f[merge].phase != PH_UNKNOWN ? c->st->f[merge].phase : ans.phase,
-        .phase_weak = merge >= 0 && c->st->f[merge].phase != PH_UNKNOWN ? c->st->f[merge].phase_weak : ans.weak,
+        .phase = mph != PH_UNKNOWN ? mph : ans.phase,
+        .phase_weak = mph != PH_UNKNOWN ? mweak : ans.weak,
         .phase_evidence = ans.evidence,
         .framework = ans.framework,
         .match = match_buf,
@@ -527,7 +540,7 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         .repeat = x->repeat,
         .merge_into = merge,
     };
-    long fi = story_add(c->st, &ev);
+    long fi = c->sink.add(c->sink.ud, &ev);
     if (fi >= 0)
         burst_note(c, (int)p->cls, li->key, li->line, fi);
     return OOMSCAN_OK;

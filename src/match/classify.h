@@ -2,10 +2,12 @@
  * context for the phase (traceback headers, frames, progress markers, framework votes), a setting of
  * the job (config.h), or candidate failure patterns. For those the best pattern is chosen (trying the
  * message joined with wrapped continuation lines), its values and continuation read, its phase
- * decided, a burst of the same failure recognised, and the event handed to the story.
+ * decided, a burst of the same failure recognised, and the event handed to the sink (event.h: the
+ * story, in a scan).
  *
  * Ownership: a classifier belongs to one scanner (one thread). It borrows the pdb and the matcher
- * (which must outlive it) and, between classifier_begin calls, the source, phase state and story. */
+ * (which must outlive it) and, between classifier_begin calls, the source, phase state and the sink's ud
+ * (the sink itself is copied). */
 #ifndef OOMSCAN_CLASSIFY_H
 #define OOMSCAN_CLASSIFY_H
 
@@ -18,7 +20,7 @@
 #include "match/match.h"
 #include "match/phase.h"
 #include "match/source.h"
-#include "story/story.h" /* layering: each failure line becomes a story event (story_event, story_add) */
+#include "match/event.h"
 
 #define CLASSIFY_MAX_TARGETS 64 /* literals acted on per line; past that a line adds nothing */
 
@@ -43,7 +45,7 @@ classifier *classifier_new(const pdb *db, matcher *m);
 void classifier_free(classifier *c);
 
 /* A new source begins: what it feeds, and nothing remembered from the previous one. */
-void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, story *st);
+void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, const scan_sink *sink);
 
 /* A literal whose targets are all context or settings (classify_is_cheap) found at v->buf[pos], on
  * line `line`: they act at once, without the line being stripped or matched. */

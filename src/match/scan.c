@@ -1,4 +1,4 @@
-/* scan.c - the streaming scanner: chunks -> prefilter -> candidate lines -> match -> story. */
+/* scan.c - the streaming scanner: chunks -> prefilter -> candidate lines -> classify -> sink. */
 #include "match/scan.h"
 
 #include <ctype.h>
@@ -494,7 +494,7 @@ static void advance(scanner *sc, size_t end)
 }
 
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
-                           story *st, scan_result *res, scan_progress_fn progress, void *progress_ud)
+                           const scan_sink *sink, scan_result *res, scan_progress_fn progress, void *progress_ud)
 {
     memset(res, 0, sizeof *res);
     sc->src = src;
@@ -507,7 +507,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     sc->clock.have = src->time0 != NULL;
     if (src->time0)
         sc->clock.last = *src->time0;
-    classifier_begin(sc->cl, src, ps, st);
+    classifier_begin(sc->cl, src, ps, sink);
     reader r = {rd, rd_ud, 0, 0, 0, res};
     int in_long_line = 0;
     while (!sc->status) {
@@ -572,8 +572,8 @@ static ssize_t text_read(void *ud, void *buf, size_t cap)
 }
 
 oomscan_status scanner_run_text(scanner *sc, const char *text, size_t n, const scan_source *src, phase_state *ps,
-                                story *st, scan_result *res)
+                                const scan_sink *sink, scan_result *res)
 {
     text_src t = {text, n, 0};
-    return scanner_run(sc, text_read, &t, src, ps, st, res, NULL, NULL);
+    return scanner_run(sc, text_read, &t, src, ps, sink, res, NULL, NULL);
 }

@@ -1,11 +1,12 @@
-/* scan.h - scanning one source (a file or an archive member) into a story.
+/* scan.h - scanning one source (a file or an archive member): its failures go to a sink (event.h; in a
+ * scan the story's, story_sink), its context to a phase state.
  *
  * The bytes come through a read callback in large chunks. Line ends are \n, \r\n and a bare \r; a line
  * longer than SCAN_LINE_CAP is cut into pieces that keep its line number. The prefilter runs over the
  * whole chunk; only lines holding a literal are split out, stripped of prefixes and matched. Line
  * numbers and byte offsets are exact (terminators are counted over every byte, vectorised).
  *
- * Ownership: a scanner is per thread; it borrows the pdb. The phase state and story passed to
+ * Ownership: a scanner is per thread; it borrows the pdb. The phase state and sink passed to
  * scanner_run are the caller's. */
 #ifndef OOMSCAN_SCAN_H
 #define OOMSCAN_SCAN_H
@@ -15,7 +16,8 @@
 #include <sys/types.h>
 
 #include "db/patterndb.h"
-#include "match/classify.h" /* the classifier feeds the story: its header brings the story type */
+#include "match/classify.h"
+#include "match/event.h"
 #include "match/lines.h"    /* scan_count_lines */
 #include "match/phase.h"
 #include "match/source.h"
@@ -56,14 +58,14 @@ const char *scanner_regex_note(const scanner *sc);
 /* Fill the name-derived context of `src` from its path and member. */
 void scan_source_from_name(scan_source *src);
 
-/* Scan one source to its end. Findings go into `st`, context into `ps` (reset for this source by the
+/* Scan one source to its end. Failures go to `sink`, context into `ps` (reset for this source by the
  * caller when appropriate). Returns OOMSCAN_OK, or OOMSCAN_ERR_NOMEM. A read error is not a failure
  * of the scan: it is reported in `res->read_error` and what was read before is kept. */
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
-                           story *st, scan_result *res, scan_progress_fn progress, void *progress_ud);
+                           const scan_sink *sink, scan_result *res, scan_progress_fn progress, void *progress_ud);
 
 /* scanner_run over text[0..n) held in memory (a sample, a crash dump's text): one read, no progress. */
 oomscan_status scanner_run_text(scanner *sc, const char *text, size_t n, const scan_source *src, phase_state *ps,
-                                story *st, scan_result *res);
+                                const scan_sink *sink, scan_result *res);
 
 #endif

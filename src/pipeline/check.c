@@ -40,7 +40,7 @@ static const pdb_pattern *scan_alone(checker *c, const char *text, size_t len)
         return NULL;
     scan_source src = {.path = "sample"};
     scan_result res;
-    if (scanner_run_text(c->sc, text, len, &src, c->ps, c->st, &res) != OOMSCAN_OK || c->st->n == 0)
+    if (scanner_run_text(c->sc, text, len, &src, c->ps, story_sink(c->st), &res) != OOMSCAN_OK || c->st->n == 0)
         return NULL;
     return c->st->f[0].pattern;
 }

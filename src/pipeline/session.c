@@ -110,7 +110,7 @@ static oomscan_status scan_or_read_dump(scanner *sc, phase_state *ps, session_so
     }
     dump_kind kind = dumps_sniff(head, sn.nhead);
     if (kind == DUMP_NONE)
-        return scanner_run(sc, read_sniffed, &sn, &in->src, ps, st, res, in->progress, in->progress_ud);
+        return scanner_run(sc, read_sniffed, &sn, &in->src, ps, story_sink(st), res, in->progress, in->progress_ud);
     if (!*in->dumps && !(*in->dumps = dumps_acc_new()))
         return OOMSCAN_ERR_NOMEM;
     sn.pos = sn.nhead; /* dumps_read is given the head itself */
@@ -137,7 +137,7 @@ oomscan_status session_scan_source(scanner *sc, phase_state *ps, session_source 
     oomscan_status status =
         in->dumps && !in->src.eager && in->src.base_offset == 0
             ? scan_or_read_dump(sc, ps, in, st, rec, &res)
-            : scanner_run(sc, in->read, in->read_ud, &in->src, ps, st, &res, in->progress, in->progress_ud);
+            : scanner_run(sc, in->read, in->read_ud, &in->src, ps, story_sink(st), &res, in->progress, in->progress_ud);
     rec->bytes = res.bytes;
     rec->lines = res.lines;
     rec->lines_cut = res.lines_cut;

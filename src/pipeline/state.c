@@ -491,7 +491,7 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
         csrc.base_line = in->ctx_line;
         rd.pos = in->ctx_offset;
         rd.end = start;
-        st = scratch ? scanner_run(sc, range_read, &rd, &csrc, ps, scratch, &ctx_res, NULL, NULL) : OOMSCAN_ERR_NOMEM;
+        st = scratch ? scanner_run(sc, range_read, &rd, &csrc, ps, story_sink(scratch), &ctx_res, NULL, NULL) : OOMSCAN_ERR_NOMEM;
         story_free(scratch);
         memcpy(before, phase_framework_votes(ps), sizeof before);
     }

@@ -390,6 +390,32 @@ static int set_phase(finding *f, const story_event *ev)
     return 0;
 }
 
+static long sink_add(void *ud, const scan_event *ev) { return story_add(ud, ev); }
+
+static int sink_phase_of(void *ud, long i, tax_phase *phase, int *weak, const cJSON **memory)
+{
+    const story *s = ud;
+    if (i < 0 || (size_t)i >= s->n)
+        return -1;
+    *phase = s->f[i].phase;
+    *weak = s->f[i].phase_weak;
+    *memory = s->f[i].memory;
+    return 0;
+}
+
+static int sink_set_phase(void *ud, long i, tax_phase phase, const char *evidence, int framework)
+{
+    return story_set_phase(ud, i, phase, evidence, framework);
+}
+
+static struct config_store **sink_settings(void *ud, const char *job) { return story_job_settings(ud, job); }
+
+const scan_sink *story_sink(story *s)
+{
+    s->sink = (scan_sink){s, sink_add, sink_phase_of, sink_set_phase, sink_settings};
+    return &s->sink;
+}
+
 int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework)
 {
     if (idx < 0 || (size_t)idx >= s->n || (s->f[idx].phase != PH_UNKNOWN && !s->f[idx].phase_weak) ||

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "db/patterndb.h"
+#include "match/event.h"
 #include "base/taxonomy.h"
 #include "base/timefmt.h"
 
@@ -113,35 +114,21 @@ typedef struct {
     size_t n_votes, cap_votes;
     long *vbucket;  /* chains of votes by job hash */
     size_t n_jobs;  /* distinct jobs, set by story_finish() */
+    scan_sink sink; /* story_sink's */
 } story;
 
-typedef struct {
-    const pdb_pattern *pattern;
-    tax_phase phase;
-    const char *phase_evidence;
-    int phase_weak; /* the phase is a weak inference (taxonomy.md, phase_confidence) */
-    int framework;
-    const char *match;
-    size_t match_len;
-    const char *evidence;
-    size_t evidence_len;
-    cJSON *memory; /* consumed */
-    size_t input;
-    const char *path, *member;
-    uint64_t line, offset;
-    const timefmt *time; /* NULL when the line has no time */
-    const char *rank, *local_rank, *pid, *host, *job_id;
-    const char *container, *ray_job; /* NULL or "" when unknown */
-    const char *kind;     /* static window kind of a dump ("error_file", ...); NULL: a log line, kind from its pattern */
-    long repeat;          /* Ray's "[repeated Nx]": counts N more occurrences */
-    long merge_into;      /* an earlier finding this line continues (same failure, other wording), or -1 */
-} story_event;
+/* One failure line, as the scanner reports it (match/event.h) and as crash dumps report theirs. */
+typedef scan_event story_event;
 
 story *story_new(void);
 void story_free(story *s);
 
 /* Add one failure line. Returns the index of the finding it landed in, -1 if dropped (cap or OOM). */
 long story_add(story *s, const story_event *ev);
+
+/* The sink a scan feeds this story through (match/event.h): add is story_add, set_phase is
+ * story_set_phase, settings is story_job_settings. Owned by the story, valid while it lives. */
+const scan_sink *story_sink(story *s);
 
 /* Evidence printed after a finding (its faulthandler stack) names the phase its lines did not: give
  * finding `idx` that phase, evidence and (if it has none) framework, as set_phase does for a burst.
