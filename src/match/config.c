@@ -164,16 +164,24 @@ static int put(config_store **sp, const char *path, const char *value, const cha
         s->n++;
     }
     config_entry *e = &s->e[i];
-    char *v = strdup(value), *f = strdup(file ? file : "");
-    if (!v || !f) {
-        free(v);
-        free(f);
-        return -1;
+    /* A config dump read again (every step of a settings-heavy log) mostly repeats value and file:
+       keep the strings held then instead of copying them anew for each line. */
+    if (!file)
+        file = "";
+    if (!e->value || strcmp(e->value, value) != 0) {
+        char *v = strdup(value);
+        if (!v)
+            return -1;
+        free(e->value);
+        e->value = v;
     }
-    free(e->value);
-    free(e->file);
-    e->value = v;
-    e->file = f;
+    if (!e->file || strcmp(e->file, file) != 0) {
+        char *f = strdup(file);
+        if (!f)
+            return -1;
+        free(e->file);
+        e->file = f;
+    }
     e->line = line;
     e->seq = s->clock ? (*s->clock)++ : s->next_seq++;
     return 0;
@@ -637,8 +645,14 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     }
     char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
     size_t o = 0;
-    for (size_t i = 0; i < path.n; i++)
-        o += (size_t)snprintf(joined + o, sizeof joined - o, "%s%s", i ? "." : "", path.c[i]);
+    for (size_t i = 0; i < path.n; i++) { /* each component is < COMP_CAP: joined holds them all */
+        if (i)
+            joined[o++] = '.';
+        size_t l = strlen(path.c[i]);
+        memcpy(joined + o, path.c[i], l);
+        o += l;
+    }
+    joined[o] = '\0';
     return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
 }
 
