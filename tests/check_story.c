@@ -239,6 +239,33 @@ START_TEST(test_story_windows_of_one_kill_are_one_root)
 }
 END_TEST
 
+/* A host's kernel log holds other kills than the job's (lines of this machine's dmesg: an earlier
+ * run's kill, then the realjobs cgroup kill of fixtures/realjobs/cgroup_oom_kill): two failures, and
+ * torchrun's -9 joins the kill of its own worker, with that worker's figures. */
+START_TEST(test_story_kills_of_other_processes_stay_apart)
+{
+    ev_spec evs[] = {
+        {&P_KERNEL, "Memory cgroup out of memory: Killed process 2968 (python3.11)", "dmesg.log", 10, NULL, NULL,
+         "2968", NULL, "{\"pid\": 2968, \"rss_bytes\": 387538944}"},
+        {&P_KERNEL, "Memory cgroup out of memory: Killed process 30324 (python3.11)", "dmesg.log", 90, NULL, NULL,
+         "30324", NULL, "{\"pid\": 30324, \"rss_bytes\": 387522560}"},
+        {&P_LAUNCHER, "exitcode  : -9 (pid: 30324)", "torchrun.out", 45, NULL, "1", "30324", NULL,
+         "{\"exitcode\": -9, \"pid\": 30324}"},
+    };
+    story *s = tell(evs, 3, NULL, "");
+    const finding *mine = NULL, *other = NULL;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->f[i].pattern == &P_KERNEL)
+            *(strcmp(s->f[i].pid, "30324") == 0 ? &mine : &other) = &s->f[i];
+    ck_assert_msg(mine && other, "the two kills became one finding");
+    long l = find(s, &P_LAUNCHER, NULL)->joined_into;
+    ck_assert_msg(l >= 0 && &s->f[l] == mine, "torchrun's -9 of pid 30324 joined another kill");
+    ck_assert_double_eq(cJSON_GetObjectItem(mine->memory, "rss_bytes")->valuedouble, 387522560.0);
+    ck_assert_str_ne(mine->id, other->id);
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_windows_told_apart_stay_apart)
 {
     /* two ranks, two pids: two kills, not one; and the same kind of window twice is not joined */
@@ -469,6 +496,7 @@ int main(void)
     tcase_add_test(tc, test_story_job_stated_by_a_line_is_its_sources);
     tcase_add_test(tc, test_story_framework_votes_stay_in_their_job);
     tcase_add_test(tc, test_story_ray_job_names_the_job);
+    tcase_add_test(tc, test_story_kills_of_other_processes_stay_apart);
     tcase_add_test(tc, test_story_many_jobs_one_story_each);
     tcase_add_test(tc, test_story_gloo_echoes_follow_the_kill);
     tcase_add_test(tc, test_story_gloo_echo_follows_a_crash);

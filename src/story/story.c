@@ -446,10 +446,19 @@ long story_add(story *s, const story_event *ev)
             cJSON_Delete(ev->memory);
             return -1;
         }
-        size_t gl = strlen(ev->pattern->id) + strlen(masked) + 48;
+        /* The kernel's kill lines of different processes are different kills (a host's log holds other
+         * jobs' too): the victim's pid, which masking drops, keeps them apart, so that a launcher's -9 of
+         * one worker joins that worker's kill and its figures. */
+        char victim[32] = "";
+        const cJSON *vp = cJSON_GetObjectItemCaseSensitive(ev->memory, "killed_pid");
+        if (!cJSON_IsNumber(vp))
+            vp = cJSON_GetObjectItemCaseSensitive(ev->memory, "pid");
+        if (cJSON_IsNumber(vp) && strcmp(pattern_kind(ev->pattern), "kernel") == 0)
+            snprintf(victim, sizeof victim, "|pid=%.0f", vp->valuedouble);
+        size_t gl = strlen(ev->pattern->id) + strlen(masked) + sizeof victim + 48;
         group = malloc(gl);
         if (group)
-            snprintf(group, gl, "%s|%s|%s", ev->pattern->id, tax_phase_name(ev->phase), masked);
+            snprintf(group, gl, "%s|%s|%s%s", ev->pattern->id, tax_phase_name(ev->phase), masked, victim);
         free(masked);
         if (!group) {
             cJSON_Delete(ev->memory);
