@@ -453,6 +453,36 @@ START_TEST(test_scan_feeds_any_sink)
 }
 END_TEST
 
+/* lines_bounds and lines_eol (match/lines.h) find a line's end 16 bytes at a time: they must give
+ * what a byte-by-byte walk gives, for every position and buffer end, terminators in any lane. */
+START_TEST(test_scan_line_bounds_match_scalar)
+{
+    unsigned char b[300];
+    unsigned seed = 7;
+    for (size_t i = 0; i < sizeof b; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = (seed >> 16) % 40;
+        b[i] = r == 0 ? '\n' : r == 1 ? '\r' : (unsigned char)('a' + r % 26);
+    }
+    memset(b + 100, 'x', 90); /* a long line: whole 16-byte blocks without a terminator */
+    static const size_t his[] = {0, 1, 15, 16, 17, 100, 189, 190, 191, 299, 300};
+    for (size_t h = 0; h < sizeof his / sizeof *his; h++)
+        for (size_t pos = 0; pos <= his[h]; pos++) {
+            size_t e = pos;
+            while (e < his[h] && b[e] != '\n' && b[e] != '\r')
+                e++;
+            size_t s = pos;
+            while (s > 0 && b[s - 1] != '\n' && b[s - 1] != '\r')
+                s--;
+            size_t gs, ge;
+            lines_bounds(b, 0, his[h], pos, &gs, &ge);
+            ck_assert_msg(gs == s && ge == e, "pos %zu hi %zu: [%zu, %zu), want [%zu, %zu)", pos, his[h], gs, ge, s, e);
+            if (pos < his[h])
+                ck_assert_uint_eq(lines_eol(b, pos, his[h]), e);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("scan");
@@ -476,6 +506,7 @@ int main(void)
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_names_from_ray_session);
     tcase_add_test(tc, test_scan_feeds_any_sink);
+    tcase_add_test(tc, test_scan_line_bounds_match_scalar);
     suite_add_tcase(s, tc);
     return check_run(s);
 }
