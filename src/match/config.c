@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MIN_LEAF 10  /* shorter key names ("stage", "backend") are too common to scan for */
 #define VALUE_CAP 200
@@ -376,6 +379,24 @@ void config_tracker_reset(config_tracker *t)
 static void track(config_tracker *t, const char *b, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++) {
+#if defined(__SSE2__)
+        /* most of a log has no brackets: skip 16 bytes at a time until one holds any */
+        while (i + 16 <= to) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(b + i));
+            __m128i hit = _mm_or_si128(
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('(')), _mm_cmpeq_epi8(v, _mm_set1_epi8(')'))),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))),
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))));
+            unsigned m = (unsigned)_mm_movemask_epi8(hit);
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                break;
+            }
+            i += 16;
+        }
+        if (i >= to)
+            break;
+#endif
         char c = b[i];
         if (c != '(' && c != ')' && c != '[' && c != ']' && c != '{' && c != '}')
             continue;
