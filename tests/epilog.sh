@@ -129,4 +129,34 @@ filed=$(ls "$t/gh" | wc -l)
 jq -e -s 'all(.[]; (.title | test("job 4242")) and (.labels | index("oomscan")))' "$t/gh"/*.json > /dev/null 2>&1 &&
   ok || bad "filed tickets lack the job id or labels"
 
+# the real other end (issue 17 item 7): a private rsyslogd listening on a socket of its own (imuxsock,
+# as on a node's /dev/log) and the real logger(1) instead of the fake one: an admin's syslog gets the
+# epilog's error at user.err and its progress at user.info, under the tag oomscan-epilog
+rsyslogd=$(command -v rsyslogd || ls /usr/sbin/rsyslogd 2> /dev/null | head -n 1)
+if [ -n "$rsyslogd" ] && [ -x /usr/bin/logger ]; then
+  mkdir -p "$t/rs"
+  cat > "$t/rs/conf" <<EOS
+global(workDirectory="$t/rs")
+module(load="imuxsock" SysSock.Use="off")
+input(type="imuxsock" Socket="$t/rs/log")
+template(name="t" type="string" string="%syslogseverity-text% %syslogfacility-text% %programname%: %msg:2:\$%\\n")
+*.* action(type="omfile" file="$t/rs/messages" template="t")
+EOS
+  "$rsyslogd" -n -f "$t/rs/conf" -i "$t/rs/pid" > "$t/rs/out" 2>&1 &
+  rs=$!
+  trap 'kill $rs 2> /dev/null; rm -rf "$t"' EXIT
+  i=0; while [ ! -S "$t/rs/log" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  rm -f "$t/bin/logger"
+  run_epilog gpu-node-3 4242 OOMSCAN=/nonexistent/oomscan OOMSCAN_SYSLOG_SOCKET="$t/rs/log"
+  run_epilog gpu-node-1 4242 OOMSCAN_SYSLOG_SOCKET="$t/rs/log"
+  i=0; while [ "$(grep -c oomscan-epilog "$t/rs/messages" 2> /dev/null || echo 0)" -lt 2 ] && [ $i -lt 50 ]; do
+    sleep 0.1; i=$((i + 1)); done
+  grep -q '^err user oomscan-epilog: job 4242 on gpu-node-3: /nonexistent/oomscan not found' "$t/rs/messages" && ok ||
+    bad "rsyslogd did not get the missing oomscan at user.err: $(cat "$t/rs/messages" "$t/rs/out" 2>&1 | tail -n 5)"
+  grep -q '^info user oomscan-epilog: job 4242 on gpu-node-1: .* finding(s) in ' "$t/rs/messages" && ok ||
+    bad "rsyslogd did not get the progress at user.info: $(tail -n 5 "$t/rs/messages" 2>&1)"
+  kill $rs 2> /dev/null; wait $rs 2> /dev/null
+else
+  bad "rsyslogd or logger is missing (.ci/setup installs rsyslog)"
+fi
 finish epilog

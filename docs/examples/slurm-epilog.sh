@@ -37,6 +37,8 @@
 #   OOMSCAN_TEXTFILE_DIR node exporter's textfile directory (--collector.textfile.directory): when set,
 #                        the node's counters (oomscan --format openmetrics, added up over every job this
 #                        node ran) are kept in DIR/oomscan.prom, replaced atomically (docs/metrics.md)
+#   OOMSCAN_SYSLOG_SOCKET the syslog daemon's socket, for a node whose daemon listens elsewhere than
+#                        /dev/log (a container, a private syslog-ng); default: logger's own (/dev/log)
 #   SCONTROL             the scontrol binary (default: scontrol from PATH)
 
 # slurmd sets no PATH: without one, neither oomscan nor timeout, setpriv or logger would be found.
@@ -57,7 +59,8 @@ say() {
   level=$1; shift
   msg="job ${job:-?} on ${node}: $*"
   echo "oomscan-epilog: $msg" >&2
-  command -v logger >/dev/null 2>&1 && logger -t oomscan-epilog -p "user.$level" -- "$msg" 2>/dev/null
+  command -v logger >/dev/null 2>&1 &&
+    logger ${OOMSCAN_SYSLOG_SOCKET:+-u "$OOMSCAN_SYSLOG_SOCKET"} -t oomscan-epilog -p "user.$level" -- "$msg" 2>/dev/null
   [ -d "$SPOOL" ] && [ -w "$SPOOL" ] &&
     printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$level" "$msg" >> "$SPOOL/epilog.log" 2>/dev/null
   return 0
