@@ -132,6 +132,25 @@ static uint64_t signature(const struct oomscan_scan *s, const finding *f)
     return h | 1; /* 0 means "never considered" */
 }
 
+/* Print record j (consumed) as one line and hand it to fn: one call per record, so a line-buffered
+ * reader never sees half of one. */
+static oomscan_status write_record(cJSON *j, oomscan_write_fn fn, void *ud)
+{
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    size_t len = txt ? strlen(txt) : 0;
+    char *line = txt ? realloc(txt, len + 2) : NULL;
+    if (!line) {
+        free(txt);
+        return OOMSCAN_ERR_NOMEM;
+    }
+    line[len] = '\n';
+    line[len + 1] = '\0';
+    int bad = fn(ud, line, len + 1);
+    free(line);
+    return bad ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+}
+
 oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, double min_gap,
                            oomscan_write_fn fn, void *ud)
 {
@@ -186,24 +205,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
                 cJSON_AddItemToArray(ch, cJSON_CreateString("details"));
         }
         cJSON_AddItemToObject(j, "merge", record_merge_json(s, f));
-        txt = cJSON_PrintUnformatted(j);
-        cJSON_Delete(j);
-        size_t len = txt ? strlen(txt) : 0;
-        char *line = txt ? realloc(txt, len + 2) : NULL;
-        if (!line) {
-            free(txt);
-            st = OOMSCAN_ERR_NOMEM;
+        if ((st = write_record(j, fn, ud)) != OOMSCAN_OK)
             break;
-        }
-        line[len] = '\n';
-        line[len + 1] = '\0';
-        /* one call per record: a line-buffered reader never sees half of one */
-        int bad = fn(ud, line, len + 1);
-        free(line);
-        if (bad) {
-            st = OOMSCAN_ERR_IO;
-            break;
-        }
         if (!(e = rep_put(s->rep, f->id))) {
             st = OOMSCAN_ERR_NOMEM;
             break;
@@ -242,23 +245,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
             cJSON_AddItemToArray(ch, cJSON_CreateString("role"));
         cJSON_AddItemToArray(ch, cJSON_CreateString("caused_by"));
         cJSON_AddItemToObject(j, "merge", record_merge_json(s, f));
-        char *txt = cJSON_PrintUnformatted(j);
-        cJSON_Delete(j);
-        size_t len = txt ? strlen(txt) : 0;
-        char *line = txt ? realloc(txt, len + 2) : NULL;
-        if (!line) {
-            free(txt);
-            st = OOMSCAN_ERR_NOMEM;
+        if ((st = write_record(j, fn, ud)) != OOMSCAN_OK)
             break;
-        }
-        line[len] = '\n';
-        line[len + 1] = '\0';
-        int bad = fn(ud, line, len + 1);
-        free(line);
-        if (bad) {
-            st = OOMSCAN_ERR_IO;
-            break;
-        }
         e->is_root = 0;
         snprintf(e->caused_by, sizeof e->caused_by, "%s", into);
     }
