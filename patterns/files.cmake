@@ -6,6 +6,7 @@ set(OOMSCAN_DATA_FILES
   context/versions.json
   context/xid.json
   failures/dataloader.json
+  failures/disk.json
   failures/dumps.json
   failures/gloo.json
   failures/kernel.json
@@ -31,6 +32,7 @@ set(OOMSCAN_DATA_FILES
   remediation/cuda_oom.json
   remediation/device_assert.json
   remediation/diagnosis.json
+  remediation/disk_full.json
   remediation/gpu_hardware.json
   remediation/host_memory_error-checkpoint.json
   remediation/host_memory_error-data_loading.json

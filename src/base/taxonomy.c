@@ -1,4 +1,5 @@
-/* taxonomy.c - names from shared/spec/taxonomy.md, exactly. */
+/* taxonomy.c - names from shared/spec/taxonomy.md, exactly, and the ones added by this project after
+ * them (docs/taxonomy.md lists each addition and why). */
 #include "base/taxonomy.h"
 
 #include <string.h>
@@ -6,13 +7,14 @@
 static const char *const class_names[CLS__COUNT] = {
     "cuda_oom", "kv_cache_oom", "illegal_memory_access", "device_assert", "host_oom_kill",
     "host_memory_error", "shm_exhausted", "nccl_error", "nccl_timeout", "gpu_hardware",
-    "segfault", "time_limit", "child_failed",
+    "segfault", "time_limit", "child_failed", "disk_full",
 };
 static const char *const class_human[CLS__COUNT] = {
     "GPU out of memory", "inference engine KV cache out of memory", "illegal GPU memory access",
     "device-side assertion", "process killed for host memory", "host memory allocation failed",
     "shared memory (/dev/shm) exhausted", "NCCL error", "NCCL collective timeout", "GPU hardware fault",
     "process crashed on a signal", "job hit its time limit", "a worker process died",
+    "disk full (no space left to write)",
 };
 static const char *const phase_names[PH__COUNT] = {
     "model_init", "rollout", "forward", "backward", "optimizer_step", "log_probs", "weight_sync",
