@@ -482,6 +482,58 @@ START_TEST(test_story_gloo_echoes_follow_the_kill)
 }
 END_TEST
 
+/* Through the real scanner and shipped database: a checkpoint save into a full disk (rank 0's stderr
+ * of the real job fixtures/realjobs/checkpoint_disk_full, cut) is one root, disk_full, in the checkpoint
+ * phase (the write's own frame, zip_file.write_record); torch.save's "unexpected pos" while closing the
+ * broken file is no finding, and the abort that follows on the same rank is a consequence of the write. */
+START_TEST(test_story_abort_after_a_full_disk_follows_it)
+{
+    static const char text[] =
+        "Traceback (most recent call last):\n"
+        "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 423, in save\n"
+        "    _save(obj, opened_zipfile, pickle_module, pickle_protocol)\n"
+        "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 650, in _save\n"
+        "    zip_file.write_record(name, storage.data_ptr(), num_bytes)\n"
+        "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter failed writing file data/4: "
+        "file write failed\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 290, in __exit__\n"
+        "    self.file_like.write_end_of_file()\n"
+        "RuntimeError: [enforce fail at inline_container.cc:325] . unexpected pos 19840 vs 19732\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  [enforce fail at inline_container.cc:325] . unexpected pos 19840 vs 19732\n"
+        "Fatal Python error: Aborted\n";
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    run_out r = scan_text(db, text, strlen(text), 0, 0);
+    const story *s = r.st;
+    long root = -1;
+    size_t roots = 0, crashes = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->f[i].joined_into < 0 && s->f[i].is_root)
+            roots++, root = (long)i;
+    ck_assert_uint_eq(roots, 1);
+    ck_assert_int_eq(s->f[root].cls, CLS_DISK_FULL);
+    ck_assert_int_eq(s->f[root].phase, PH_CHECKPOINT);
+    for (size_t i = 0; i < s->n; i++) {
+        const finding *f = &s->f[i];
+        ck_assert_msg(f->cls == CLS_DISK_FULL || f->cls == CLS_SEGFAULT, "unexpected finding %s",
+                      f->pattern ? f->pattern->id : "?");
+        if (f->cls == CLS_SEGFAULT && f->joined_into < 0) {
+            crashes++;
+            ck_assert_int_eq(f->caused_by, root);
+        }
+    }
+    ck_assert_uint_ge(crashes, 1);
+    scan_done(&r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("story");
@@ -500,6 +552,7 @@ int main(void)
     tcase_add_test(tc, test_story_many_jobs_one_story_each);
     tcase_add_test(tc, test_story_gloo_echoes_follow_the_kill);
     tcase_add_test(tc, test_story_gloo_echo_follows_a_crash);
+    tcase_add_test(tc, test_story_abort_after_a_full_disk_follows_it);
     suite_add_tcase(s, tc);
     return check_run(s);
 }
