@@ -25,6 +25,16 @@ struct matcher {
      * 2 it cannot. Learnt on first sight of the byte (see may_start), so a line whose first byte
      * starts no prefix costs a table look-up instead of a regex run per prefix. */
     unsigned char *first;
+    /* Per two ASCII bytes c0 c1: the prefixes (bit i, database order) that may match a text starting
+     * with them, bit 63 set once known. Most hit lines are stripped only for their time stamp; with
+     * one byte, "(WorkerDict pid=1) [rank3] generated" still tried ten prefixes on "[r", with two,
+     * one. NULL when there are more than 63 prefixes: then the one-byte table alone is asked. */
+    uint64_t *pair;
+    unsigned char *timed; /* per prefix: it has a group named "time" (matcher_line_time) */
+    int end_timed;        /* some end-of-line prefix has one */
+    const char *line;     /* the line strip() works on (NULL outside it), */
+    size_t line_len;
+    int line_ascii;       /* and whether it is all ASCII: -1 not known yet */
 };
 
 matcher *matcher_new(const pdb *db)
@@ -38,10 +48,20 @@ matcher *matcher_new(const pdb *db)
     m->skip = calloc(db->n_patterns + 1, 1);
     m->budget = MATCHER_BUDGET_DEFAULT;
     m->first = calloc(db->n_prefixes ? db->n_prefixes : 1, 256);
-    if (!m->md || !m->mctx || !m->skip || !m->first) {
+    m->timed = calloc(db->n_prefixes ? db->n_prefixes : 1, 1);
+    if (db->n_prefixes < 64 && !(m->pair = calloc(128 * 128, sizeof *m->pair))) {
         matcher_free(m);
         return NULL;
     }
+    if (!m->md || !m->mctx || !m->skip || !m->first || !m->timed) {
+        matcher_free(m);
+        return NULL;
+    }
+    for (size_t i = 0; i < db->n_prefixes; i++)
+        m->timed[i] = db->prefixes[i].re.code &&
+                      pcre2_substring_number_from_name(db->prefixes[i].re.code, (PCRE2_SPTR) "time") > 0;
+    for (size_t i = 0; i < db->n_prefixes; i++)
+        m->end_timed |= db->prefixes[i].at_end && m->timed[i];
     /* Hostile input must not make one line cost seconds: bound the backtracking. */
     pcre2_set_match_limit(m->mctx, 200000);
     pcre2_set_depth_limit(m->mctx, 5000);
@@ -57,6 +77,8 @@ void matcher_free(matcher *m)
     free(m->fixed);
     free(m->skip);
     free(m->first);
+    free(m->timed);
+    free(m->pair);
     free(m);
 }
 
@@ -115,13 +137,32 @@ static int is_ascii(const unsigned char *p, size_t n)
     return 1;
 }
 
+/* pcre2_match, calling the JIT code directly when there is some: pcre2_match does the same after
+ * its own checks, which cost as much as the JIT run of a short prefix rule (a tenth of a scan of
+ * metrics lines, where every hit line is stripped for its time stamp). Without JIT code (not
+ * compiled, or not supported here) pcre2_jit_match says PCRE2_ERROR_JIT_BADOPTION. */
+static int re_match(const matcher *m, const pcre2_code *re, const char *text, size_t len, size_t start)
+{
+    int rc = pcre2_jit_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    if (rc == PCRE2_ERROR_JIT_BADOPTION)
+        rc = pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    return rc;
+}
+
 static int run(matcher *m, const pdb_regex *r, const char *text, size_t len, size_t start)
 {
     const pcre2_code *re = pdb_regex_code(m->db, r);
     m->subj = text;
-    int rc = pcre2_match(re, (PCRE2_SPTR)text, len, start, 0, m->md, m->mctx);
+    int rc = re_match(m, re, text, len, start);
     if (rc != PCRE2_ERROR_NOMATCH || len == 0)
         return rc;
+    /* a piece of the line being stripped: that line was found ASCII once for all its pieces */
+    if (text >= m->line && text + len <= m->line + m->line_len) {
+        if (m->line_ascii < 0)
+            m->line_ascii = is_ascii((const unsigned char *)m->line, m->line_len);
+        if (m->line_ascii)
+            return rc;
+    }
     /* With PCRE2_MATCH_INVALID_UTF an invalid byte is a wall no match crosses: one bad byte in a
      * kernel OOM's process name hid the whole line. Match again on a copy with such bytes as '?';
      * captures are then read from the copy (valid UTF-8 for the writers). Only lines that did not
@@ -146,7 +187,7 @@ static int run(matcher *m, const pdb_regex *r, const char *text, size_t len, siz
     if (m->fixed_bad == 0)
         return rc;
     m->subj = m->fixed;
-    return pcre2_match(re, (PCRE2_SPTR)m->fixed, len, start, 0, m->md, m->mctx);
+    return re_match(m, re, m->fixed, len, start);
 }
 
 /* Iterate the named groups of `re`, calling fn for each name whose group (first set one of a
@@ -381,35 +422,91 @@ static int may_start(matcher *m, size_t i, unsigned char c)
     return *known == 1;
 }
 
-const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx)
+/* The start-of-line prefixes that may match a text starting with the ASCII bytes c0 c1 (see `pair`):
+ * those that may start with c0 and do not fail outright on the two-byte text, as in may_start. */
+static uint64_t may_start_pair(matcher *m, unsigned char c0, unsigned char c1)
+{
+    uint64_t *known = &m->pair[c0 * 128 + c1];
+    if (!*known) {
+        uint64_t set = 1ull << 63;
+        char two[2] = {(char)c0, (char)c1};
+        for (size_t i = 0; i < m->db->n_prefixes; i++) {
+            const pdb_prefix *p = &m->db->prefixes[i];
+            if (p->at_end || !p->re.code || !may_start(m, i, c0))
+                continue;
+            int rc = pcre2_match(p->re.code, (PCRE2_SPTR)two, 2, 0, PCRE2_PARTIAL_HARD, m->md, m->mctx);
+            if (rc != PCRE2_ERROR_NOMATCH)
+                set |= 1ull << i;
+        }
+        *known = set;
+    }
+    return *known & ~(1ull << 63);
+}
+
+/* matcher_strip's work; with time_only, only what decides ctx->time (matcher_line_time): a prefix
+ * without a "time" group is stripped without reading its captures, the search ends at the first
+ * time (the outermost wins), and the end-of-line decorations run only if one of them has a time
+ * group (each one's match shortens the next one's subject, so then all of them run). On a line
+ * without a stamp that end-of-line search was most of the cost: an unanchored regex over the line. */
+static const char *strip_line(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx,
+                              int time_only);
+
+/* Start-of-line prefix i on text[0..len) (the rest of the line is the subject, so a rule may anchor
+ * with ^ or \G alike): the length it strips (its captures into ctx), 0 when it does not match. */
+static size_t try_prefix(matcher *m, size_t i, const char *text, size_t len, line_ctx *ctx, int time_only)
+{
+    const pdb_prefix *p = &m->db->prefixes[i];
+    if (run(m, &p->re, text, len, 0) < 0)
+        return 0;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+    if (ov[1] == 0)
+        return 0;
+    size_t took = ov[1];
+    if (!time_only || m->timed[i]) {
+        ctx_ud u = {ctx};
+        for_each_name(m, p->re.code, text, ctx_fn, &u);
+    }
+    return took;
+}
+
+static const char *strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx, int time_only)
 {
     memset(ctx, 0, sizeof *ctx);
     m->fixed_of = NULL;
+    m->line = line;
+    m->line_len = len;
+    m->line_ascii = -1;
+    const char *msg = strip_line(m, line, len, msg_len, ctx, time_only);
+    m->line = NULL;
+    m->line_len = 0;
+    return msg;
+}
+
+static const char *strip_line(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx,
+                              int time_only)
+{
     const pdb *db = m->db;
     size_t pos = 0;
     ctx_ud u = {ctx};
     for (int round = 0; round < 12 && pos < len; round++) {
-        int stripped = 0;
-        for (size_t i = 0; i < db->n_prefixes; i++) {
-            const pdb_prefix *p = &db->prefixes[i];
-            if (p->at_end || !p->re.code || !may_start(m, i, (unsigned char)line[pos]))
-                continue;
-            /* the rest of the line is the subject, so a rule may anchor with ^ or \G alike */
-            if (run(m, &p->re, line + pos, len - pos, 0) < 0)
-                continue;
-            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
-            if (ov[1] == 0)
-                continue;
-            for_each_name(m, p->re.code, line + pos, ctx_fn, &u);
-            pos += ov[1];
-            stripped = 1;
-            break;
+        size_t took = 0;
+        unsigned char c0 = (unsigned char)line[pos], c1 = pos + 1 < len ? (unsigned char)line[pos + 1] : 0x80;
+        if (m->pair && c0 < 0x80 && c1 < 0x80) {
+            for (uint64_t set = may_start_pair(m, c0, c1); set && !took; set &= set - 1)
+                took = try_prefix(m, (size_t)__builtin_ctzll(set), line + pos, len - pos, ctx, time_only);
+        } else {
+            for (size_t i = 0; i < db->n_prefixes && !took; i++)
+                if (!db->prefixes[i].at_end && db->prefixes[i].re.code && may_start(m, i, c0))
+                    took = try_prefix(m, i, line + pos, len - pos, ctx, time_only);
         }
-        if (!stripped)
+        if (took == 0)
             break;
+        if (time_only && ctx->time[0])
+            return NULL;
+        pos += took;
     }
     size_t end = len;
-    for (size_t i = 0; i < db->n_prefixes; i++) {
+    for (size_t i = 0; i < db->n_prefixes && (!time_only || m->end_timed); i++) {
         const pdb_prefix *p = &db->prefixes[i];
         if (!p->at_end || !p->re.code)
             continue;
@@ -421,4 +518,16 @@ const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_
     }
     *msg_len = end - pos;
     return line + pos;
+}
+
+const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx)
+{
+    return strip(m, line, len, msg_len, ctx, 0);
+}
+
+int matcher_line_time(matcher *m, const char *line, size_t len, line_ctx *ctx)
+{
+    size_t msg_len;
+    strip(m, line, len, &msg_len, ctx, 1);
+    return ctx->time[0] != '\0';
 }

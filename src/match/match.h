@@ -29,6 +29,10 @@ void matcher_free(matcher *m);
  * return the message's start and set *msg_len. Fills `ctx` (cleared first). */
 const char *matcher_strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx);
 
+/* The time stamp matcher_strip would leave in ctx->time, found with less work (the other fields of
+ * ctx are not all filled). Returns whether the line has one. */
+int matcher_line_time(matcher *m, const char *line, size_t len, line_ctx *ctx);
+
 /* Try failure pattern `idx` on text[0..len). Returns the number of named captures that were set
  * plus one on a match (so >0 means matched), 0 on no match. The match stays available to
  * matcher_values() until the next call. */

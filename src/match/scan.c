@@ -213,12 +213,12 @@ static void process_line(scanner *sc)
 static void resolve_deferred_time(scanner *sc)
 {
     while (sc->n_deferred > 0) {
-        size_t pos = sc->deferred[--sc->n_deferred], s, e, msg_len;
+        size_t pos = sc->deferred[--sc->n_deferred], s, e;
         lines_bounds(sc->buf, 0, sc->region_end, pos, &s, &e);
         line_ctx ctx;
-        matcher_strip(sc->m, (const char *)sc->buf + s, e - s, &msg_len, &ctx);
         timefmt t;
-        if (ctx.time[0] && timefmt_parse(ctx.time, strlen(ctx.time), &t) == 0) {
+        if (matcher_line_time(sc->m, (const char *)sc->buf + s, e - s, &ctx) &&
+            timefmt_parse(ctx.time, strlen(ctx.time), &t) == 0) {
             sc->clock.last = t;
             sc->clock.have = 1;
             break;
