@@ -471,7 +471,10 @@ static size_t try_prefix(matcher *m, size_t i, const char *text, size_t len, lin
 
 static const char *strip(matcher *m, const char *line, size_t len, size_t *msg_len, line_ctx *ctx, int time_only)
 {
-    memset(ctx, 0, sizeof *ctx);
+    if (time_only)
+        ctx->time[0] = '\0'; /* the one field read (ctx_fn keeps the first time) */
+    else
+        memset(ctx, 0, sizeof *ctx);
     m->fixed_of = NULL;
     m->line = line;
     m->line_len = len;

@@ -71,7 +71,9 @@ struct scanner {
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
-    size_t deferred[DEFERRED_CAP];
+    struct {
+        size_t pos, end; /* the first hit on the line and the line's end (on_hit found it) */
+    } deferred[DEFERRED_CAP];
     size_t n_deferred;
     splitter *split; /* NULL: one thread */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
@@ -213,8 +215,10 @@ static void process_line(scanner *sc)
 static void resolve_deferred_time(scanner *sc)
 {
     while (sc->n_deferred > 0) {
-        size_t pos = sc->deferred[--sc->n_deferred], s, e;
-        lines_bounds(sc->buf, 0, sc->region_end, pos, &s, &e);
+        --sc->n_deferred;
+        size_t s = sc->deferred[sc->n_deferred].pos, e = sc->deferred[sc->n_deferred].end;
+        while (s > 0 && sc->buf[s - 1] != '\n' && sc->buf[s - 1] != '\r')
+            s--; /* lines_bounds' start; the end is known (a metrics line runs to kilobytes) */
         line_ctx ctx;
         timefmt t;
         if (matcher_line_time(sc->m, (const char *)sc->buf + s, e - s, &ctx) &&
@@ -238,7 +242,8 @@ static void close_line(scanner *sc)
     } else {
         if (sc->n_deferred == DEFERRED_CAP)
             resolve_deferred_time(sc); /* newest first, so resolving early changes nothing */
-        sc->deferred[sc->n_deferred++] = sc->line_pos;
+        sc->deferred[sc->n_deferred].pos = sc->line_pos;
+        sc->deferred[sc->n_deferred++].end = sc->line_end;
     }
     sc->line_end = 0;
 }
