@@ -8,6 +8,8 @@
 # true when the story is right (scenario "*": every job, unless the job has its own row of that check). `enforced` rows fail the test; `pending` rows are stories oomscan does not
 # tell yet: reported as "pending: <why>", and as "NOW PASSES" once they hold, to be flipped to enforced.
 # `fixtures` rows are enforced on the committed artifacts and pending on a live run.
+# A check named epilog_* reads the Slurm epilog's NDJSON of a live run; daemons_* reads the job with its
+# scenario's slurmd.log (slurmd's lines of the job) scanned beside it.
 # Exit: 0 every enforced check holds, 1 one does not, 77 (live) nothing could run here.
 set -u
 oomscan=$1 src=$2 mode=$3
@@ -56,6 +58,11 @@ check() {
         [ "$mode" = --live ] || continue
         doc=$t/$name.epilog.json
         cat "$dir/epilog.ndjson" 2>/dev/null | jq -s '{findings: .}' > "$doc" ;;
+      daemons_*)
+        # the job's output and slurmd's lines of the job (the scenario's slurmd.log, what a site that lets
+        # its epilog read slurmd's log would add): the same kill through a second window
+        doc=$t/$name.daemons.json
+        "$oomscan" --color never --format json "$dir/job" "$dir/slurmd.log" > "$doc" 2> /dev/null ;;
       *) doc=$json ;;
     esac
     if jq -e --argjson rc "$rc" "$DEFS $expr" "$doc" > /dev/null 2>"$t/jq.err"; then held=1; else held=0; fi
