@@ -365,6 +365,47 @@ START_TEST(test_story_ray_job_names_the_job)
 }
 END_TEST
 
+/* Two Ray jobs whose workers print the same line are two findings, one per job, whether the lines come
+ * through one source's story (story_add) or two merged ones (story_merge); two workers of one Ray job
+ * printing it are one finding. */
+START_TEST(test_story_ray_jobs_same_line_stay_apart)
+{
+    ev_spec two[] = {
+        {&P_OOM, OOM_TEXT, W1, 5, .ray_job = "01000000"},
+        {&P_OOM, OOM_TEXT, W2, 5, .ray_job = "02000000"},
+    };
+    story *one = story_new();
+    ck_assert_ptr_nonnull(one);
+    for (size_t k = 0; k < 2; k++)
+        ck_assert_int_ge(add(one, 0, &two[k]), 0);
+    ck_assert_int_eq(story_finish(one, ""), 0);
+    story *merged = tell(two, 2, NULL, "");
+    story *both[] = {one, merged};
+    for (size_t b = 0; b < 2; b++) {
+        story *s = both[b];
+        ck_assert_msg(reported(s) == 2, "%s: two Ray jobs' same line gave %zu finding(s)", b ? "merged" : "added",
+                      reported(s));
+        ck_assert_uint_eq(s->n_jobs, 2);
+        ck_assert_str_ne(s->f[0].job, s->f[1].job);
+        ck_assert_str_ne(s->f[0].id, s->f[1].id);
+        story_free(s);
+    }
+    ev_spec same[] = {
+        {&P_OOM, OOM_TEXT, W1, 5, .ray_job = "01000000"},
+        {&P_OOM, OOM_TEXT, "logs/worker-0a6b2c4d91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2-01000000-23999.err", 7,
+         .ray_job = "01000000"},
+    };
+    story *s = story_new();
+    ck_assert_ptr_nonnull(s);
+    for (size_t k = 0; k < 2; k++)
+        ck_assert_int_ge(add(s, 0, &same[k]), 0);
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    ck_assert_uint_eq(reported(s), 1);
+    ck_assert_uint_eq(s->f[0].occurrences, 2);
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_framework_votes_stay_in_their_job)
 {
     story *s = story_new();
@@ -548,6 +589,7 @@ int main(void)
     tcase_add_test(tc, test_story_job_stated_by_a_line_is_its_sources);
     tcase_add_test(tc, test_story_framework_votes_stay_in_their_job);
     tcase_add_test(tc, test_story_ray_job_names_the_job);
+    tcase_add_test(tc, test_story_ray_jobs_same_line_stay_apart);
     tcase_add_test(tc, test_story_kills_of_other_processes_stay_apart);
     tcase_add_test(tc, test_story_many_jobs_one_story_each);
     tcase_add_test(tc, test_story_gloo_echoes_follow_the_kill);

@@ -89,9 +89,43 @@ static uint64_t fnv1a(const char *s, uint64_t h)
 
 #define FNV_BASIS 0xcbf29ce484222325ULL
 
+/* A Ray job id as worker log names carry it: 8 hex digits (a submission id, "raysubmit_...", names the
+ * same job in another vocabulary and is not one). */
+static int is_ray_job(const char *r)
+{
+    size_t n = 0;
+    while (n < 9 && isxdigit((unsigned char)r[n]))
+        n++;
+    return n == 8 && !r[8];
+}
+
+/* The job lines are grouped under before story_finish decides each finding's job: the job the source
+ * states, else a Ray worker log's job id, so that two Ray jobs printing the same line stay two findings
+ * (findings are per job). When they turn out to be one job (one Ray job in the scan, --job-id), their
+ * ids are equal and story_finish joins them. buf holds the Ray form. */
+static const char *group_job(const char *job_id, const char *ray_job, char *buf, size_t cap)
+{
+    if (job_id && *job_id)
+        return job_id;
+    if (ray_job && is_ray_job(ray_job)) {
+        snprintf(buf, cap, "ray:%s", ray_job);
+        return buf;
+    }
+    return "";
+}
+
+#define GROUP_JOB_CAP 64
+
 static uint64_t group_hash(const char *group, const char *job)
 {
     return fnv1a(job, fnv1a("|", fnv1a(group, FNV_BASIS)));
+}
+
+/* group_hash of finding f under its group job */
+static uint64_t finding_ghash(const finding *f)
+{
+    char buf[GROUP_JOB_CAP];
+    return group_hash(f->group, group_job(f->job_id, f->ray_job, buf, sizeof buf));
 }
 
 /* ---- the index by group and job: chained through hnext, so a finding is found in O(1) ---------- */
@@ -132,7 +166,7 @@ static int index_sync(story *s)
     }
     for (; s->n_indexed < s->n; s->n_indexed++) {
         finding *f = &s->f[s->n_indexed];
-        f->ghash = group_hash(f->group, f->job_id);
+        f->ghash = finding_ghash(f);
         index_put(s, (long)s->n_indexed);
     }
     return 0;
@@ -142,9 +176,12 @@ static long index_find(const story *s, uint64_t h, const char *group, const char
 {
     if (!s->n_bucket)
         return -1;
-    for (long i = s->bucket[h & (s->n_bucket - 1)]; i >= 0; i = s->f[i].hnext)
-        if (s->f[i].ghash == h && strcmp(s->f[i].group, group) == 0 && strcmp(s->f[i].job_id, job) == 0)
+    for (long i = s->bucket[h & (s->n_bucket - 1)]; i >= 0; i = s->f[i].hnext) {
+        char buf[GROUP_JOB_CAP];
+        if (s->f[i].ghash == h && strcmp(s->f[i].group, group) == 0 &&
+            strcmp(group_job(s->f[i].job_id, s->f[i].ray_job, buf, sizeof buf), job) == 0)
             return i;
+    }
     return -1;
 }
 
@@ -426,7 +463,7 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
         return -1;
     index_remove(s, idx);
     int rc = set_phase(&s->f[idx], &ev);
-    s->f[idx].ghash = group_hash(s->f[idx].group, s->f[idx].job_id);
+    s->f[idx].ghash = finding_ghash(&s->f[idx]);
     index_put(s, idx);
     if (rc != 0)
         return -1;
@@ -469,7 +506,9 @@ long story_add(story *s, const story_event *ev)
             cJSON_Delete(ev->memory);
             return -1;
         }
-        idx = index_find(s, group_hash(group, ev->job_id ? ev->job_id : ""), group, ev->job_id ? ev->job_id : "");
+        char gbuf[GROUP_JOB_CAP];
+        const char *gjob = group_job(ev->job_id, ev->ray_job, gbuf, sizeof gbuf);
+        idx = index_find(s, group_hash(group, gjob), group, gjob);
     }
     if (idx < 0) {
         if (s->n >= STORY_MAX_FINDINGS) {
@@ -515,7 +554,7 @@ long story_add(story *s, const story_event *ev)
             free_finding(f);
             return -1;
         }
-        f->ghash = group_hash(f->group, f->job_id);
+        f->ghash = finding_ghash(f);
         idx = (long)s->n++;
         index_put(s, idx);
         s->n_indexed = s->n;
@@ -531,7 +570,7 @@ long story_add(story *s, const story_event *ev)
             f = &s->f[idx];
             index_remove(s, idx);
             int rc = set_phase(f, ev);
-            f->ghash = group_hash(f->group, f->job_id);
+            f->ghash = finding_ghash(f);
             index_put(s, idx);
             if (rc != 0) {
                 cJSON_Delete(ev->memory);
@@ -648,10 +687,11 @@ int story_merge(story *dst, story *src)
             for (size_t k = 0; k < sf->n_windows; k++)
                 if (same_str(sf->windows[k].path, sf->first.path) && same_str(sf->windows[k].member, sf->first.member))
                     sf->windows[k].kind = sf->first.kind;
-        sf->ghash = group_hash(sf->group, sf->job_id); /* merge.c builds findings without story_add */
+        sf->ghash = finding_ghash(sf); /* merge.c builds findings without story_add */
         if (index_sync(dst) != 0)
             return -1;
-        long jj = index_find(dst, sf->ghash, sf->group, sf->job_id);
+        char gbuf[GROUP_JOB_CAP];
+        long jj = index_find(dst, sf->ghash, sf->group, group_job(sf->job_id, sf->ray_job, gbuf, sizeof gbuf));
         size_t j = jj < 0 ? dst->n : (size_t)jj;
         if (jj < 0) {
             if (dst->max_findings && dst->n >= dst->max_findings) {
@@ -1074,16 +1114,6 @@ static void elect_causes(story *s, long head)
             c = s->f[c].caused_by;
         s->f[i].caused_by = c;
     }
-}
-
-/* A Ray job id as worker log names carry it: 8 hex digits (a submission id, "raysubmit_...", names the
- * same job in another vocabulary and is not one). */
-static int is_ray_job(const char *r)
-{
-    size_t n = 0;
-    while (n < 9 && isxdigit((unsigned char)r[n]))
-        n++;
-    return n == 8 && !r[8];
 }
 
 int story_finish(story *s, const char *job_id)
