@@ -139,7 +139,9 @@ START_TEST(test_stream_update_when_seen_again)
 {
     const char *log = FIXTURE("golden/xid79-fallen-off-bus.log");
     delta_ctx c = {0};
-    oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c};
+    /* the job given: a finding is written after the input it is in (without, a log that states no job
+     * waits for the last input, whose name could state one) */
+    oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c, .job_id = "7"};
     oomscan_diag d = {0};
     ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
     const char *paths[] = {log, log};
@@ -153,6 +155,106 @@ START_TEST(test_stream_update_when_seen_again)
 }
 END_TEST
 
+/* The ids of roots as a consumer keeping the last record per id sees them, one per line. */
+static char *last_roots(const char *ndjson)
+{
+    cJSON *last = cJSON_CreateObject();
+    for (const char *p = ndjson; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        cJSON *r = cJSON_ParseWithLength(p, n);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+        if (cJSON_IsString(id)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(last, id->valuestring);
+            cJSON_AddItemToObject(last, id->valuestring, cJSON_Duplicate(r, 1));
+        }
+        cJSON_Delete(r);
+        p = nl ? nl + 1 : NULL;
+    }
+    mbuf b = {0};
+    mbuf_write(&b, "", 0);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, last)
+    {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(r, "role");
+        if (cJSON_IsString(role) && strcmp(role->valuestring, "root") == 0) {
+            mbuf_write(&b, r->string, strlen(r->string));
+            mbuf_write(&b, "\n", 1);
+        }
+    }
+    cJSON_Delete(last);
+    return b.p;
+}
+
+/* A kernel log states no job; slurm-77.out names job 77, which is then the kernel's finding's job, and
+ * its id. Whichever input comes first, the roots a consumer keeping the last record per id ends with
+ * are the roots of the finished scan: the kernel's kill read first is not written under the id it
+ * had before job 77 was known (a root nothing updates again). Real files: the cgroup OOM kill job. */
+START_TEST(test_stream_ids_do_not_depend_on_input_order)
+{
+    char dir[] = "/tmp/oomscan_order_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char kern[64], out[64];
+    snprintf(kern, sizeof kern, "%s/dmesg.log", dir);
+    snprintf(out, sizeof out, "%s/slurm-77.out", dir);
+    const char *from[] = {FIXTURE("realjobs/cgroup_oom_kill/job/dmesg.log"),
+                          FIXTURE("realjobs/cgroup_oom_kill/job/torchrun.out")};
+    const char *to[] = {kern, out};
+    for (int k = 0; k < 2; k++) {
+        size_t len;
+        char *data = slurp_file(from[k], &len);
+        ck_assert_ptr_nonnull(data);
+        FILE *f = fopen(to[k], "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+        fclose(f);
+        free(data);
+    }
+    const char *orders[2][2] = {{kern, out}, {out, kern}};
+    const oomscan_output json = {.format = OOMSCAN_FMT_JSON};
+    char *want = NULL;
+    for (int o = 0; o < 2; o++) {
+        delta_ctx c = {0};
+        oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c};
+        oomscan_diag d = {0};
+        ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
+        ck_assert_int_eq(oomscan_scan_paths(c.s, orders[o], 2, &d), OOMSCAN_OK);
+        ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c.s, mbuf_write, &c.b), OOMSCAN_OK);
+        char *doc = write_scan(c.s, &json);
+        cJSON *j = cJSON_Parse(doc);
+        mbuf roots = {0};
+        mbuf_write(&roots, "", 0);
+        const cJSON *f;
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(j, "findings"))
+        {
+            const cJSON *role = cJSON_GetObjectItemCaseSensitive(f, "role");
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(f, "id");
+            if (cJSON_IsString(role) && strcmp(role->valuestring, "root") == 0 && cJSON_IsString(id)) {
+                mbuf_write(&roots, id->valuestring, strlen(id->valuestring));
+                mbuf_write(&roots, "\n", 1);
+            }
+        }
+        char *got = last_roots(c.b.p);
+        ck_assert_msg(strcmp(got, roots.p) == 0, "order %d: NDJSON ends with roots\n%swhere the scan has\n%s", o, got,
+                      roots.p);
+        if (!want)
+            want = strdup(roots.p);
+        else
+            ck_assert_str_eq(roots.p, want);
+        free(got);
+        free(roots.p);
+        cJSON_Delete(j);
+        free(doc);
+        oomscan_scan_free(c.s);
+        free(c.b.p);
+    }
+    free(want);
+    unlink(kern);
+    unlink(out);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -162,8 +264,10 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_stream_bzh_text_is_text);
     tcase_add_test(tc, test_stream_gzip_is_an_input_error);
     tcase_add_test(tc, test_stream_update_when_seen_again);
+    tcase_add_test(tc, test_stream_ids_do_not_depend_on_input_order);
     suite_add_tcase(s, tc);
     return s;
 }
+
 
 int main(void) { return check_run(stream_suite()); }

@@ -72,7 +72,7 @@ run_epilog gpu-node-1 4242; rc=$?
 [ $rc -eq 0 ] && ok || bad "epilog exited $rc"
 spool="$t/spool/4242.gpu-node-1.ndjson"
 [ -s "$spool" ] && ok || bad "no spool file: $(cat "$t/epilog.err")"
-"$oomscan" --format ndjson "$t/work dir/train log.out" "$t/work dir/train.err" > "$t/direct.ndjson"
+"$oomscan" --format ndjson --job-id 4242 "$t/work dir/train log.out" "$t/work dir/train.err" > "$t/direct.ndjson"
 [ "$(wc -l < "$spool")" -eq "$(wc -l < "$t/direct.ndjson")" ] && ok || bad "spool has $(wc -l < "$spool") lines, direct scan $(wc -l < "$t/direct.ndjson")"
 jq -e -s 'length > 0 and all(.[]; .context.job_id == "4242")' "$spool" > /dev/null && ok || bad "a finding lacks job 4242"
 jq -e -s 'any(.[]; .source.path | endswith("train log.out")) and any(.[]; .source.path | endswith("train.err"))' \

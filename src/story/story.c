@@ -1163,8 +1163,10 @@ int story_finish(story *s, const char *job_id)
     for (size_t i = 0; i < s->n; i++) {
         finding *f = &s->f[i];
         const char *job = f->job_id;
+        f->job_stated = *job != 0;
         if (!*job) {
             long *v = itable_slot(&streams, stream_hash(&f->first), eq_stream, s, &f->first);
+            f->job_stated = *v >= 0;
             job = *v >= 0 ? s->f[*v].job_id : rays > 1 && is_ray_job(f->ray_job) ? f->ray_job : (job_id ? job_id : "");
         }
         snprintf(f->job, sizeof f->job, "%.*s", (int)sizeof f->job - 1, job);

@@ -72,6 +72,7 @@ typedef struct {
     char id[17];
     const char *note;
     char job[32];      /* the job it belongs to: its own job_id, else one its source states, else the scan's */
+    int job_stated;    /* job is its own job_id or one its source states: inputs read later cannot change it */
     long joined_into;  /* another window of finding joined_into: not reported on its own (-1 when reported) */
     long next_joined;  /* the next finding joined into the same one (chain from first_joined), -1 */
     long first_joined; /* the first finding joined into this one, -1 */
