@@ -227,6 +227,149 @@ START_TEST(test_advice_older_pytorch_gets_no_expandable_segments)
 }
 END_TEST
 
+/* Every entry of the job's settings, one "path=value@line" a line, sorted: what advice reads. */
+static char *settings_dump(story *st)
+{
+    const config_store *s = *story_job_settings(st, "");
+    ck_assert_ptr_nonnull(s);
+    char **rows = calloc(s->n + 1, sizeof *rows);
+    size_t total = 1;
+    for (size_t i = 0; i < s->n; i++) {
+        char row[512];
+        snprintf(row, sizeof row, "%s=%s@%llu\n", s->e[i].path, s->e[i].value, (unsigned long long)s->e[i].line);
+        rows[i] = strdup(row);
+        total += strlen(row);
+    }
+    for (size_t i = 1; i < s->n; i++) /* insertion sort: a few dozen rows */
+        for (size_t j = i; j > 0 && strcmp(rows[j - 1], rows[j]) > 0; j--) {
+            char *t = rows[j];
+            rows[j] = rows[j - 1];
+            rows[j - 1] = t;
+        }
+    char *out = calloc(1, total);
+    for (size_t i = 0; i < s->n; i++) {
+        strcat(out, rows[i]);
+        free(rows[i]);
+    }
+    free(rows);
+    return out;
+}
+
+/* Settings echoed before a finding, in the forms the log prints them (a nested dict dump over several
+ * lines, Hydra overrides, flags, key=value on a line among other text; not a YAML block, whose
+ * enclosing keys are read back within the buffer and so still depend on where it was cut), each
+ * printed several times with the last value winning, reach the job's settings and its advice the
+ * same whether the log is read whole, cut into buffers at every few bytes (a setting and its enclosing
+ * block on both sides of a cut), or split with the helper thread. The dump lines follow real ones
+ * (verl-project/verl#330, #855, #2001; the settings shape of ../shared/bench/genshapes.py). */
+START_TEST(test_advice_settings_echoed_before_a_finding_whatever_the_buffers)
+{
+    size_t cap = 3u << 20, n = 0;
+    char *text = malloc(cap + 8192);
+    ck_assert_ptr_nonnull(text);
+    for (unsigned k = 1; n < cap; k++) {
+        char buf[1024];
+        unsigned v = 1u << (k % 5); /* 1..16: the values change from echo to echo */
+        if (k % 401 == 0)
+            snprintf(buf, sizeof buf,
+                     "(main_task pid=8918) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"
+                     "(main_task pid=8918) 'ppo_micro_batch_size_per_gpu': %u,\n"
+                     "(main_task pid=8918) 'fsdp_config': {'param_offload': False,\n"
+                     "(main_task pid=8918) 'optimizer_offload': False}},\n"
+                     "(main_task pid=8918) 'rollout': {'gpu_memory_utilization': 0.%u,\n"
+                     "(main_task pid=8918) 'log_prob_micro_batch_size_per_gpu': %u}}}\n",
+                     v, 3 + k % 5, v * 2);
+        else if (k % 53 == 0)
+            snprintf(buf, sizeof buf,
+                     "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%u \\\n"
+                     "    actor_rollout_ref.model.enable_gradient_checkpointing=%s \\\n"
+                     "    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=%u \\\n"
+                     "    data.train_batch_size=%u --max-tokens-per-gpu %u \\\n",
+                     v, k % 2 ? "True" : "False", v * 1024, v * 64, v * 4096);
+        else if (k % 7 == 0)
+            /* the name first inside a longer one, then on its own (the first hit reads nothing) */
+            snprintf(buf, sizeof buf,
+                     "iter %u | ppo_micro_batch_size_per_gpu=%u | micro_batch_size=%u | gradient_accumulation_steps=%u "
+                     "| loss=0.%u\n",
+                     k, v, v + 1, v * 2, k % 1000);
+        else
+            snprintf(buf, sizeof buf, "step %u loss 0.%u lr 1e-5 tokens/s %u\n", k, k * 7 % 1000, k * 13);
+        size_t l = strlen(buf);
+        memcpy(text + n, buf, l);
+        n += l;
+    }
+    size_t l = strlen(LINE_VERL);
+    memcpy(text + n, LINE_VERL, l);
+    n += l;
+    text[n++] = '\n';
+
+    static const struct {
+        size_t step;
+        int helper;
+    } reads[] = {{0, 0}, {0, 1}, {4093, 0}, {509, 0}};
+    char *want_settings = NULL, *want_advice = NULL;
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        run_out r = scan_text(embedded(), text, n, reads[i].step, reads[i].helper);
+        ck_assert_uint_ge(r.st->n, 1);
+        config_view cfg;
+        story_settings_view(r.st, "", &cfg);
+        advice *a = advice_resolve(r.db, &r.st->f[0], FW_VERL, &cfg, "");
+        ck_assert_ptr_nonnull(a);
+        char *adv = cJSON_PrintUnformatted(a->remediation), *set = settings_dump(r.st);
+        if (!want_settings) {
+            want_settings = set;
+            want_advice = adv;
+            /* the last value each form printed, with its enclosing keys */
+            HAS(set, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=");
+            HAS(set, "actor_rollout_ref.actor.fsdp_config.param_offload=False@");
+            HAS(set, "actor_rollout_ref.rollout.gpu_memory_utilization=0.");
+            HAS(set, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=");
+            HAS(set, "actor_rollout_ref.model.enable_gradient_checkpointing=");
+            HAS(set, "max_tokens_per_gpu=");
+            HAS(set, "\nmicro_batch_size=");
+            HAS(set, "\ngradient_accumulation_steps=");
+            HAS(adv, "->");
+        } else {
+            ck_assert_msg(strcmp(set, want_settings) == 0, "read %zu (step %zu, helper %d): settings\n%s\nwant\n%s", i,
+                          reads[i].step, reads[i].helper, set, want_settings);
+            ck_assert_msg(strcmp(adv, want_advice) == 0, "read %zu: advice\n%s\nwant\n%s", i, adv, want_advice);
+            free(set);
+            free(adv);
+        }
+        advice_free(a);
+        scan_done(&r);
+    }
+    /* and they are what reading each line for every setting name gives (the scanner's reading before
+     * the settings went through the prefilter's hits one by one) */
+    pdb *db = embedded();
+    story *ref = story_new();
+    config_store **st = story_job_settings(ref, "");
+    config_tracker *tr = config_tracker_new();
+    ck_assert_ptr_nonnull(tr);
+    uint64_t line = 1;
+    int failed = 0; /* asserted once: Check records every assertion it passes */
+    for (size_t s0 = 0; s0 < n; line++) {
+        size_t e = s0;
+        while (e < n && text[e] != '\n')
+            e++;
+        for (size_t j = 0; j < db->n_config_lits; j++)
+            failed |= config_capture(st, tr, db->config_lits[j], text, 0, s0, e, "", "mem.log", line) < 0;
+        s0 = e + 1;
+    }
+    ck_assert_int_eq(failed, 0);
+    char *ref_settings = settings_dump(ref);
+    ck_assert_msg(strcmp(ref_settings, want_settings) == 0, "scan read\n%s\nline by line\n%s", want_settings,
+                  ref_settings);
+    free(ref_settings);
+    config_tracker_free(tr);
+    story_free(ref);
+    pdb_free(db);
+    free(want_settings);
+    free(want_advice);
+    free(text);
+}
+END_TEST
+
 /* The advice of the first finding of `log` under framework fw, with the job's settings and versions. */
 static advice *advice_of_log(const char *log, int fw, run_out *r)
 {
@@ -484,6 +627,7 @@ int main(void)
     tcase_add_test(tc, test_advice_step_library_one_edit);
     tcase_add_test(tc, test_advice_unknown_step_names_its_checklist);
     tcase_add_test(tc, test_advice_refuted_premise_moves_last_with_reason);
+    tcase_add_test(tc, test_advice_settings_echoed_before_a_finding_whatever_the_buffers);
     tcase_add_test(tc, test_advice_older_pytorch_gets_no_expandable_segments);
     tcase_add_test(tc, test_advice_no_loader_workers_rules_out_fewer_workers);
     tcase_add_test(tc, test_advice_printed_torch_version_decides_allocator_setting);

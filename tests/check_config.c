@@ -217,6 +217,48 @@ static const char VERL_2001[] =
     "      tensor_model_parallel_size: 1\n"
     "    log_prob_micro_batch_size_per_gpu: 4\n";
 
+/* A dotted override's prefix is its path, however the name is spelled: dashes read as underscores,
+ * an empty component dropped, a path longer than CONFIG_MAX_COMPONENTS cut (its leaf then not kept),
+ * and every occurrence of the name in the line read, after one inside a longer name. */
+START_TEST(test_config_dotted_override_paths)
+{
+    static const char text[] =
+        "trainer.actor-rollout.micro_batch_size=3 \\\n"
+        "x..y.micro_batch_size=5\n"
+        "a.b.c.d.e.f.g.micro_batch_size=6\n"
+        "a.b.c.d.e.f.g.h.i.micro_batch_size=7\n"
+        "ppo_micro_batch_size_per_gpu=1 critic.micro_batch_size=8 actor.micro_batch_size=9\n";
+    const char *lits[] = {"micro_batch_size"};
+    config_store *st = capture(text, lits, 1);
+    ck_assert_ptr_nonnull(st);
+    static const char *const want[][2] = {
+        {"trainer.actor_rollout.micro_batch_size", "3"}, {"x.y.micro_batch_size", "5"},
+        {"a.b.c.d.e.f.g.micro_batch_size", "6"},       {"a.b.c.d.e.f.g.h", "7"},
+        {"critic.micro_batch_size", "8"},              {"actor.micro_batch_size", "9"},
+    };
+    ck_assert_uint_eq(st->n, sizeof want / sizeof *want);
+    for (size_t i = 0; i < st->n; i++) {
+        EQ(st->e[i].path, want[i][0]);
+        EQ(st->e[i].value, want[i][1]);
+    }
+    /* the same, handed the first occurrence as the scanner does */
+    config_store *st2 = NULL;
+    config_tracker *tr = config_tracker_new();
+    const char *line = "ppo_micro_batch_size_per_gpu=1 critic.micro_batch_size=8 actor.micro_batch_size=9";
+    size_t first = (size_t)(strstr(line, "micro_batch_size") - line);
+    ck_assert_int_eq(config_capture_from(&st2, tr, lits[0], strlen(lits[0]), line, 0, 0, first, strlen(line), "",
+                                         "t.log", 1),
+                     2);
+    ck_assert_uint_eq(st2->n, 2);
+    EQ(st2->e[0].path, "critic.micro_batch_size");
+    EQ(st2->e[1].path, "actor.micro_batch_size");
+    EQ(st2->e[1].value, "9");
+    config_tracker_free(tr);
+    config_store_free(st2);
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_config_yaml_nesting_from_indentation)
 {
     const char *lits[] = {"param_offload", "grad_offload", "log_prob_micro_batch_size_per_gpu"};
@@ -420,6 +462,7 @@ int main(void)
     tcase_add_test(tc, test_config_nesting_remembered_across_regions);
     tcase_add_test(tc, test_config_verl_fragment_by_leaf);
     tcase_add_test(tc, test_config_verl_overrides);
+    tcase_add_test(tc, test_config_dotted_override_paths);
     tcase_add_test(tc, test_config_yaml_nesting_from_indentation);
     tcase_add_test(tc, test_config_areal_yaml);
     tcase_add_test(tc, test_config_openrlhf_flags);

@@ -140,11 +140,15 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
             if (capture_version(c, v, tg->index, s, e, line))
                 return OOMSCAN_ERR_NOMEM;
         } else {
-            /* a printed setting is read where the prefilter found its name: a log that echoes
-             * settings stays on the fast path */
+            /* a printed setting is read where the prefilter found its name (its first occurrence in
+             * the line: the scanner hands each literal over once per line, at its first hit): a log
+             * that echoes settings stays on the fast path */
             size_t s, e;
             lines_bounds(v->buf, 0, v->region_end, pos, &s, &e);
-            if (capture_setting(c, v, tg->index, s, e, line))
+            const char *name = c->db->config_lits[tg->index];
+            config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
+            if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf, v->base, s, pos, e,
+                                           c->src->job_id, c->src->path, line) < 0)
                 return OOMSCAN_ERR_NOMEM;
         }
     }

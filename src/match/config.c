@@ -24,7 +24,11 @@ typedef struct {
     size_t n;
 } comps;
 
-static int ident(int c) { return isalnum((unsigned char)c) || c == '_'; }
+/* isalnum in the C locale (oomscan never sets another), without a call per byte */
+static int ident(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
 
 /* ---- keys --------------------------------------------------------------------------------- */
 
@@ -140,6 +144,40 @@ void config_store_free(config_store *s)
 
 static int job_match(const char *a, const char *b) { return !a[0] || !b[0] || strcmp(a, b) == 0; }
 
+/* FNV-1a of path and job: put() compares strings only where the hashes agree (a settings-heavy log
+ * reads the same few dozen paths a million times). */
+static uint32_t entry_hash(const char *path, const char *job)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u; /* a separator no path or job holds */
+    for (const unsigned char *c = (const unsigned char *)job; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return h;
+}
+
+/* Replace the string *dst by src unless equal: in place when it fits what *dst holds now (a value read
+ * again is mostly as long as the last one), else a new copy. -1 out of memory. */
+static int set_string(char **dst, const char *src)
+{
+    if (*dst) {
+        if (strcmp(*dst, src) == 0)
+            return 0;
+        size_t want = strlen(src);
+        if (want <= strlen(*dst)) {
+            memcpy(*dst, src, want + 1);
+            return 0;
+        }
+    }
+    char *v = strdup(src);
+    if (!v)
+        return -1;
+    free(*dst);
+    *dst = v;
+    return 0;
+}
+
 /* Set path = value for job; the last read of a key in a job wins. */
 static int put(config_store **sp, const char *path, const char *value, const char *job, const char *file,
                uint64_t line)
@@ -147,9 +185,12 @@ static int put(config_store **sp, const char *path, const char *value, const cha
     if (!*sp && !(*sp = calloc(1, sizeof **sp)))
         return -1;
     config_store *s = *sp;
+    if (!job)
+        job = "";
+    uint32_t h = entry_hash(path, job);
     size_t i;
     for (i = 0; i < s->n; i++)
-        if (strcmp(s->e[i].path, path) == 0 && strcmp(s->e[i].job, job ? job : "") == 0)
+        if (s->e[i].hash == h && strcmp(s->e[i].path, path) == 0 && strcmp(s->e[i].job, job) == 0)
             break;
     if (i == s->n) {
         if (s->n == s->cap) {
@@ -163,28 +204,15 @@ static int put(config_store **sp, const char *path, const char *value, const cha
         memset(&s->e[i], 0, sizeof s->e[i]);
         if (!(s->e[i].path = strdup(path)))
             return -1;
-        snprintf(s->e[i].job, sizeof s->e[i].job, "%s", job ? job : "");
+        snprintf(s->e[i].job, sizeof s->e[i].job, "%s", job);
+        s->e[i].hash = entry_hash(path, s->e[i].job); /* of the job as kept (cut to its 31 bytes) */
         s->n++;
     }
     config_entry *e = &s->e[i];
     /* A config dump read again (every step of a settings-heavy log) mostly repeats value and file:
        keep the strings held then instead of copying them anew for each line. */
-    if (!file)
-        file = "";
-    if (!e->value || strcmp(e->value, value) != 0) {
-        char *v = strdup(value);
-        if (!v)
-            return -1;
-        free(e->value);
-        e->value = v;
-    }
-    if (!e->file || strcmp(e->file, file) != 0) {
-        char *f = strdup(file);
-        if (!f)
-            return -1;
-        free(e->file);
-        e->file = f;
-    }
+    if (set_string(&e->value, value) || set_string(&e->file, file ? file : ""))
+        return -1;
     e->line = line;
     e->seq = s->clock ? (*s->clock)++ : s->next_seq++;
     return 0;
@@ -577,15 +605,39 @@ static size_t read_value(const char *b, size_t q, size_t le, char *out)
     return n;
 }
 
+/* Whether the dotted prefix d[0..n) ("actor_rollout_ref.actor.", its last byte a dot) and the leaf
+ * lit give the path as written: every component there, none empty or cut (COMP_CAP), fewer than
+ * CONFIG_MAX_COMPONENTS in all. Then the components need not be built one by one. */
+static int dotted_plain(const char *d, size_t n, size_t len)
+{
+    if (len >= COMP_CAP)
+        return 0;
+    size_t comps_n = 0, run = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] != '.') {
+            run++;
+            continue;
+        }
+        if (run == 0 || run >= COMP_CAP)
+            return 0;
+        comps_n++;
+        run = 0;
+    }
+    return comps_n + 1 < CONFIG_MAX_COMPONENTS;
+}
+
 /* One occurrence of literal `lit` at b[p] in the line b[ls..le). 1 when a value was read. */
 static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
-                      size_t p, const char *lit, const char *job, const char *file, uint64_t line)
+                      size_t p, const char *lit, size_t len, const char *job, const char *file, uint64_t line)
 {
-    size_t len = strlen(lit), q = p + len;
+    size_t q = p + len;
     if (q < le && (ident(b[q]) || b[q] == '-'))
         return 0;
-    comps path = {.n = 0};
+    comps path; /* not cleared: only path.c[0..n) is ever read (an initializer would clear 768 bytes a hit) */
+    path.n = 0;
     int flag = 0, quoted = 0, dotted = 0, sbatch = lit[0] == '#';
+    size_t dotted_from = 0;
+    int plain = 0; /* dotted, and its text is its path (dotted_plain) */
     char before = p > ls ? b[p - 1] : ' ';
     if (sbatch) {
         if (ident(before))
@@ -601,9 +653,11 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         size_t s = p - 1;
         while (s > ls && (ident(b[s - 1]) || b[s - 1] == '.' || b[s - 1] == '-'))
             s--;
+        dotted_from = s;
+        plain = dotted_plain(b + s, p - s, len);
         /* the dotted prefix of a Hydra override (actor_rollout_ref.actor.x=32) */
         size_t cs = s;
-        for (size_t i = s; i <= p - 1; i++)
+        for (size_t i = s; !plain && i <= p - 1; i++)
             if (b[i] == '.') {
                 push_front(&path, b + cs, i - cs); /* appended in order below */
                 cs = i + 1;
@@ -657,6 +711,17 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
             brace_context(tr, b, ls, quoted ? p - 1 : p, &path);
         }
     }
+    char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
+    if (plain) {
+        /* a Hydra override as such: its text is the path (what the components give, joined) */
+        size_t o = 0;
+        for (size_t i = dotted_from; i < p; i++)
+            joined[o++] = b[i] == '-' ? '_' : b[i];
+        for (size_t i = 0; i < len; i++)
+            joined[o++] = lit[i] == '-' ? '_' : lit[i];
+        joined[o] = '\0';
+        return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
+    }
     if (path.n < CONFIG_MAX_COMPONENTS) {
         size_t l2 = len < COMP_CAP ? len : COMP_CAP - 1;
         for (size_t i = 0; i < l2; i++)
@@ -664,7 +729,6 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         path.c[path.n][l2] = '\0';
         path.n++;
     }
-    char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
     size_t o = 0;
     for (size_t i = 0; i < path.n; i++) { /* each component is < COMP_CAP: joined holds them all */
         if (i)
@@ -677,23 +741,43 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
 }
 
-int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
-                   size_t start, size_t end, const char *job, const char *file, uint64_t line)
+/* Every occurrence of lit (len bytes) in the line buf[ls..le) from buf[from] on. */
+static int capture_line(config_store **st, config_tracker *tr, const char *lit, size_t len, const char *buf,
+                        uint64_t base, size_t ls, size_t from, size_t le, const char *job, const char *file,
+                        uint64_t line)
 {
     int got = 0;
-    size_t len = strlen(lit);
-    const char *s = buf + start;
-    while ((size_t)(buf + end - s) >= len) {
-        const char *hit = memmem(s, (size_t)(buf + end - s), lit, len);
+    const char *s = buf + from;
+    while ((size_t)(buf + le - s) >= len) {
+        const char *hit = memmem(s, (size_t)(buf + le - s), lit, len);
         if (!hit)
             break;
-        int rc = capture_at(st, tr, buf, base, start, end, (size_t)(hit - buf), lit, job, file, line);
+        int rc = capture_at(st, tr, buf, base, ls, le, (size_t)(hit - buf), lit, len, job, file, line);
         if (rc < 0)
             return -1;
         got += rc;
         s = hit + len;
     }
     return got;
+}
+
+int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
+                   size_t start, size_t end, const char *job, const char *file, uint64_t line)
+{
+    return capture_line(st, tr, lit, strlen(lit), buf, base, start, start, end, job, file, line);
+}
+
+int config_capture_from(config_store **st, config_tracker *tr, const char *lit, size_t len, const char *buf,
+                        uint64_t base, size_t start, size_t first, size_t end, const char *job, const char *file,
+                        uint64_t line)
+{
+    if (first + len > end || memcmp(buf + first, lit, len) != 0)
+        return capture_line(st, tr, lit, len, buf, base, start, start, end, job, file, line);
+    int got = capture_at(st, tr, buf, base, start, end, first, lit, len, job, file, line);
+    if (got < 0)
+        return -1;
+    int more = capture_line(st, tr, lit, len, buf, base, start, first + len, end, job, file, line);
+    return more < 0 ? -1 : got + more;
 }
 
 /* ---- proposing ---------------------------------------------------------------------------- */

@@ -25,6 +25,7 @@ typedef struct {
     uint64_t line;
     char job[32];
     uint64_t seq; /* later reads have higher seq */
+    uint32_t hash; /* of path and job, for finding the entry again */
 } config_entry;
 
 typedef struct config_store {
@@ -86,6 +87,13 @@ void config_tracker_pass(config_tracker *t, const char *buf, uint64_t base, size
  * (created on first use). Returns the number of values read, -1 out of memory. */
 int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
                    size_t start, size_t end, const char *job, const char *file, uint64_t line);
+
+/* config_capture for a caller that knows where the setting's first occurrence in the line is: buf[first]
+ * starts lit (len bytes; no occurrence of it in buf[start..first)), so the line is searched only after
+ * it. Same values, same order. */
+int config_capture_from(config_store **st, config_tracker *tr, const char *lit, size_t len, const char *buf,
+                        uint64_t base, size_t start, size_t first, size_t end, const char *job, const char *file,
+                        uint64_t line);
 
 /* The value the job used for checklist key `key` in job `job` ("" matches every job): the entry whose
  * path agrees with the most trailing components of the key (one a suffix of the other), the latest

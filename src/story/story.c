@@ -619,8 +619,11 @@ static long settings_find(const story *s, const char *job)
 
 config_store **story_job_settings(story *s, const char *job)
 {
-    char key[32];
-    snprintf(key, sizeof key, "%s", job ? job : "");
+    char key[32]; /* the job cut as snprintf would, without its cost: asked for every setting a log prints */
+    size_t kn = job ? strnlen(job, sizeof key - 1) : 0;
+    if (kn)
+        memcpy(key, job, kn);
+    key[kn] = '\0';
     long i = settings_find(s, key);
     if (i >= 0)
         return &s->settings[i];
