@@ -535,9 +535,8 @@ static void yaml_context(const char *b, size_t lo, size_t ls, size_t p, comps *o
     size_t end = ls; /* end of the previous line (its '\n') */
     for (int n = 0; n < YAML_BACK_LINES && col > prefix && end > lo; n++) {
         size_t le = end - 1; /* index of '\n' */
-        size_t s = le;
-        while (s > lo && b[s - 1] != '\n')
-            s--;
+        const char *nl = le > lo ? memrchr(b + lo, '\n', le - lo) : NULL; /* the line's start */
+        size_t s = nl ? (size_t)(nl - b) + 1 : lo;
         end = s;
         size_t e = le;
         if (e > s && b[e - 1] == '\r')
