@@ -466,20 +466,23 @@ START_TEST(test_scan_line_bounds_match_scalar)
     }
     memset(b + 100, 'x', 90); /* a long line: whole 16-byte blocks without a terminator */
     static const size_t his[] = {0, 1, 15, 16, 17, 100, 189, 190, 191, 299, 300};
-    for (size_t h = 0; h < sizeof his / sizeof *his; h++)
-        for (size_t pos = 0; pos <= his[h]; pos++) {
-            size_t e = pos;
-            while (e < his[h] && b[e] != '\n' && b[e] != '\r')
-                e++;
-            size_t s = pos;
-            while (s > 0 && b[s - 1] != '\n' && b[s - 1] != '\r')
-                s--;
-            size_t gs, ge;
-            lines_bounds(b, 0, his[h], pos, &gs, &ge);
-            ck_assert_msg(gs == s && ge == e, "pos %zu hi %zu: [%zu, %zu), want [%zu, %zu)", pos, his[h], gs, ge, s, e);
-            if (pos < his[h])
-                ck_assert_uint_eq(lines_eol(b, pos, his[h]), e);
-        }
+    static const size_t los[] = {0, 3, 120}; /* the start is never looked for before lo */
+    for (size_t l = 0; l < sizeof los / sizeof *los; l++)
+        for (size_t h = 0; h < sizeof his / sizeof *his; h++)
+            for (size_t pos = los[l]; pos <= his[h]; pos++) {
+                size_t e = pos;
+                while (e < his[h] && b[e] != '\n' && b[e] != '\r')
+                    e++;
+                size_t s = pos;
+                while (s > los[l] && b[s - 1] != '\n' && b[s - 1] != '\r')
+                    s--;
+                size_t gs, ge;
+                lines_bounds(b, los[l], his[h], pos, &gs, &ge);
+                ck_assert_msg(gs == s && ge == e, "pos %zu lo %zu hi %zu: [%zu, %zu), want [%zu, %zu)", pos, los[l],
+                              his[h], gs, ge, s, e);
+                if (pos < his[h])
+                    ck_assert_uint_eq(lines_eol(b, pos, his[h]), e);
+            }
 }
 END_TEST
 

@@ -45,7 +45,21 @@ uint64_t scan_count_lines(const unsigned char *p, size_t n)
 void lines_bounds(const unsigned char *b, size_t lo, size_t hi, size_t pos, size_t *start, size_t *end)
 {
     size_t s = pos;
-    while (s > lo && b[s - 1] != '\n' && b[s - 1] != '\r')
+#if defined(__SSE2__)
+    /* back 16 bytes at a time to the block holding the terminator (a settings or metrics line is
+     * read from where its name was found, tens of bytes into it) */
+    const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+    while (s >= lo + 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(b + s - 16));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+        if (m) {
+            s = s - 16 + (size_t)(31 - __builtin_clz(m)) + 1;
+            break;
+        }
+        s -= 16;
+    }
+#endif
+    while (s > lo && b[s - 1] != '\n' && b[s - 1] != '\r') /* the last bytes; at once when found above */
         s--;
     *start = s;
     *end = pos < hi ? lines_eol(b, pos, hi) : pos; /* vectorised: metrics lines run to kilobytes */
