@@ -165,8 +165,9 @@ oomscan_status oomscan_scan_write(oomscan_scan *scan, const oomscan_output *out,
 
 /* NDJSON streaming: write findings that are new or changed since the last call (after an input):
  * a "finding" record the first time an id is written, an "update" record when what it says changed
- * (docs/streaming.md). Between the inputs of a run, a finding whose own source states no job waits
- * for the last input (a later one may name its job, and so its id), unless the options give the job.
+ * (docs/streaming.md). Between the inputs of a run, a finding whose own source states no job is not
+ * written (new or updated) before the last input: a later one may name its job, and so its id, or
+ * change what it says; unless the options give the job.
  * With a state (oomscan_scan_use_state), ids reported by earlier runs count as written. */
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *scan, oomscan_write_fn fn, void *ud);
 

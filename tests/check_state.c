@@ -184,6 +184,85 @@ START_TEST(test_state_resumed_story_keeps_sources_and_settings)
 }
 END_TEST
 
+typedef struct {
+    oomscan_scan *s;
+    mbuf b;
+} delta_ctx;
+
+static void on_input(void *ud, size_t index)
+{
+    (void)index;
+    delta_ctx *c = ud;
+    ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c->s, mbuf_write, &c->b), OOMSCAN_OK);
+}
+
+/* One --state run over `paths` as the CLI writes NDJSON: after each input, then at the end. */
+static char *state_run_streamed(const char *state_path, const char *const *paths, size_t n)
+{
+    oomscan_state *st;
+    oomscan_diag d = {0};
+    ck_assert_int_eq(oomscan_state_open(&st, state_path, &d), OOMSCAN_OK);
+    delta_ctx c = {0};
+    mbuf_write(&c.b, "", 0);
+    oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c};
+    ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_scan_use_state(c.s, st), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_scan_paths(c.s, paths, n, &d), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c.s, mbuf_write, &c.b), OOMSCAN_OK);
+    ck_assert_int_eq(oomscan_state_save(st, c.s, &d), OOMSCAN_OK);
+    oomscan_scan_free(c.s);
+    oomscan_state_free(st);
+    return c.b.p;
+}
+
+/* The ids of the records, in order, one per line. */
+static char *record_ids(const char *ndjson)
+{
+    mbuf b = {0};
+    mbuf_write(&b, "", 0);
+    for (const char *p = ndjson; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        cJSON *r = cJSON_ParseWithLength(p, n);
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "id"));
+        ck_assert_ptr_nonnull(id);
+        mbuf_write(&b, id, strlen(id));
+        mbuf_write(&b, "\n", 1);
+        cJSON_Delete(r);
+        p = nl ? nl + 1 : NULL;
+    }
+    return b.p;
+}
+
+/* The real cgroup OOM kill job's launcher log and kernel log, in either order: the first run writes the
+ * same records (the kernel's kill as the root, the launcher's -9 of the same pid one of its windows), and
+ * a re-run over the unchanged files writes nothing. (Before, the re-run that read the launcher log
+ * first made its -9 the root again until the kernel log was read, and said so in updates.) */
+START_TEST(test_state_unchanged_rerun_writes_nothing_in_either_order)
+{
+    const char *out = FIXTURE("realjobs/cgroup_oom_kill/job/torchrun.out");
+    const char *kern = FIXTURE("realjobs/cgroup_oom_kill/job/dmesg.log");
+    const char *orders[2][2] = {{kern, out}, {out, kern}};
+    char *first[2];
+    for (int o = 0; o < 2; o++) {
+        char *st = state_path();
+        char *run1 = state_run_streamed(st, orders[o], 2);
+        first[o] = record_ids(run1);
+        ck_assert_msg(count_lines_with(run1, "\"role\":\"root\"") == 1, "order %d, first run:\n%s", o, first[o]);
+        char *run2 = state_run_streamed(st, orders[o], 2);
+        char *again = record_ids(run2);
+        ck_assert_msg(run2[0] == 0, "order %d: an unchanged re-run wrote records of\n%s", o, again);
+        free(again);
+        free(run1);
+        free(run2);
+        drop(st);
+    }
+    ck_assert_str_eq(first[0], first[1]);
+    free(first[0]);
+    free(first[1]);
+}
+END_TEST
+
 static Suite *state_suite(void)
 {
     Suite *s = suite_create("state");
@@ -193,6 +272,7 @@ static Suite *state_suite(void)
     tcase_add_test(tc, test_state_replaced_file_is_read_again);
     tcase_add_test(tc, test_state_resumed_story_keeps_sources_and_settings);
     tcase_add_test(tc, test_state_unusable_file_is_a_warning);
+    tcase_add_test(tc, test_state_unchanged_rerun_writes_nothing_in_either_order);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -151,8 +151,8 @@ static oomscan_status write_record(cJSON *j, oomscan_write_fn fn, void *ud)
     return bad ? OOMSCAN_ERR_IO : OOMSCAN_OK;
 }
 
-oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, double min_gap,
-                           oomscan_write_fn fn, void *ud)
+oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,
+                           double min_gap, oomscan_write_fn fn, void *ud)
 {
     session_finish(s);
     if (!s->rep && !(s->rep = rep_new()))
@@ -167,7 +167,7 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
         size_t i = order[k];
         finding *f = &s->st->f[i];
         uint64_t sig = signature(s, f);
-        if (f->written_version == sig)
+        if (f->written_version == sig || (hold && hold(ready_ud, i)))
             continue;
         rep_entry *e = rep_find(s->rep, f->id);
         if (!e && ready && !ready(ready_ud, i))

@@ -38,10 +38,12 @@ typedef int (*ndjson_ready_fn)(void *ud, size_t i);
 /* Write a record for every finding whose visible content differs from what was written for its id
  * (a "finding" record the first time, an "update" record after). `ready` NULL means everything is
  * final (end of input); with `ready`, new findings wait until ready() says so and an update that only
- * adds occurrences waits until `min_gap` seconds after the previous record of that id. Each record is
- * one write of one line. Returns OOMSCAN_ERR_IO when the writer refused. */
-oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, double min_gap,
-                           oomscan_write_fn fn, void *ud);
+ * adds occurrences waits until `min_gap` seconds after the previous record of that id. A finding for
+ * which `hold` (may be NULL) says 1 is not written now at all, neither new nor updated: what it says
+ * may still change before the end (between the inputs of a batch run). Each record is one write of one
+ * line. Returns OOMSCAN_ERR_IO when the writer refused. */
+oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,
+                           double min_gap, oomscan_write_fn fn, void *ud);
 
 /* Monotonic seconds. */
 double ndjson_now(void);

@@ -546,18 +546,20 @@ size_t oomscan_scan_finding_count(const oomscan_scan *s)
 /* ---- output -------------------------------------------------------------------------------- */
 
 /* Between the inputs of a run: a finding whose own source states no job takes the scan's job, which an
- * input read later may still name (a kernel log read before slurm-77.out), and its id changes with it.
- * Such a finding is first written once every input is read, so that its first record has the id it
- * keeps, whatever the order of the inputs (one-shot and --state alike). */
-static int job_settled(void *ud, size_t i)
+ * input read later may still name (a kernel log read before slurm-77.out), and its id changes with it;
+ * and what it says may change with an input not read yet (a --state re-run reads its kernel log again
+ * after the launcher's -9 of the same kill). Such a finding is written once every input is read, so
+ * that its first record has the id it keeps, whatever the order of the inputs (one-shot and --state
+ * alike), and an unchanged re-run writes nothing for it. */
+static int job_unsettled(void *ud, size_t i)
 {
     const oomscan_scan *s = ud;
-    return s->merged >= s->n_units || s->job_given[0] || s->st->f[i].job_stated;
+    return s->merged < s->n_units && !s->job_given[0] && !s->st->f[i].job_stated;
 }
 
 oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn fn, void *ud)
 {
-    return ndjson_emit(s, job_settled, s, 0, fn, ud);
+    return ndjson_emit(s, NULL, s, job_unsettled, 0, fn, ud);
 }
 
 /* Resolve the result once and hand it to the writer asked for; NDJSON is written by stream.c, which

@@ -81,7 +81,7 @@ static void live_emit(live *r, int final)
                 r->seen[r->n_seen++] = now;
         }
     }
-    if (ndjson_emit(s, final ? NULL : live_ready, r, r->flush, r->fn, r->ud) != OOMSCAN_OK) {
+    if (ndjson_emit(s, final ? NULL : live_ready, r, NULL, r->flush, r->fn, r->ud) != OOMSCAN_OK) {
         r->broken = 1;
         s->cancel = 1;
     }
