@@ -43,6 +43,22 @@ START_TEST(test_scan_wrapped_inside_a_word_keeps_the_joined_values)
 }
 END_TEST
 
+/* A line holding a pattern's literal but not its message is not joined with a next line that holds
+ * the whole message: the match would lie in the next line only, which is read on its own. (torchelastic's
+ * "Sending process N closing signal SIGTERM" before its "failed (exitcode: -9)" line was read twice so,
+ * once as the kill and once, through the join, as a second failure: RLHF-V/RLHF-V#11.) */
+START_TEST(test_scan_join_does_not_take_the_next_lines_own_message)
+{
+    const char *text = "hint: CUDA out of memory errors are explained below\n"
+                       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n";
+    run_out o = run(text, strlen(text), 0);
+    ck_assert_uint_eq(o.st->n, 1);
+    ck_assert_uint_eq(o.st->f[0].first.line, 2);
+    ck_assert_uint_eq(o.st->f[0].occurrences, 1);
+    done(&o);
+}
+END_TEST
+
 /* One invalid byte in a kernel OOM line (a process name with a stray Latin-1 byte): the finding is
  * kept, with its values, the byte shown as '?'. PCRE2_MATCH_INVALID_UTF let no match cross it. */
 START_TEST(test_scan_invalid_utf8_byte_keeps_kernel_oom)
@@ -507,6 +523,7 @@ int main(void)
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
+    tcase_add_test(tc, test_scan_join_does_not_take_the_next_lines_own_message);
     tcase_add_test(tc, test_scan_names_from_ray_session);
     tcase_add_test(tc, test_scan_feeds_any_sink);
     tcase_add_test(tc, test_scan_line_bounds_match_scalar);

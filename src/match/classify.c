@@ -2,6 +2,7 @@
 #include "match/classify.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,8 +319,11 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
 
 /* ---- failures -------------------------------------------------------------------------------- */
 
-/* Try every candidate pattern on text; best by severity, then captures, then match length. */
-static long best_pattern(classifier *c, const size_t *cands, size_t nc, const char *text, size_t len, int *score)
+/* Try every candidate pattern on text; best by severity, then captures, then match length. A match
+ * must start before start_before: in a join, one that lies wholly in a later line is that line's own
+ * (read again when that line is classified), not the end of this line's wrapped message. */
+static long best_pattern(classifier *c, const size_t *cands, size_t nc, const char *text, size_t len,
+                         size_t start_before, int *score)
 {
     long best = -1;
     int best_caps = 0, best_sev = -1;
@@ -330,6 +334,8 @@ static long best_pattern(classifier *c, const size_t *cands, size_t nc, const ch
             continue;
         size_t s, e;
         matcher_span(c->m, &s, &e);
+        if (s >= start_before)
+            continue;
         int sev = c->db->patterns[cands[i]].severity;
         if (sev > best_sev || (sev == best_sev && (caps > best_caps || (caps == best_caps && e - s > best_span)))) {
             best = (long)cands[i];
@@ -352,9 +358,9 @@ static long pick_pattern(classifier *c, const scan_view *v, const line_info *li,
     int score = 0;
     *text = li->msg;
     *text_len = li->msg_len;
-    long pi = best_pattern(c, cands, nc, li->msg, li->msg_len, &score);
+    long pi = best_pattern(c, cands, nc, li->msg, li->msg_len, SIZE_MAX, &score);
     size_t ns, ne, le = li->end;
-    size_t jl = li->msg_len < JOIN_CAP ? li->msg_len : JOIN_CAP;
+    size_t jl = li->msg_len < JOIN_CAP ? li->msg_len : JOIN_CAP, first = jl;
     memcpy(c->join, li->msg, jl);
     for (int k = 0; k < JOIN_MAX && lines_next(v->buf, v->len, le, &ns, &ne); k++) {
         size_t cl;
@@ -368,7 +374,7 @@ static long pick_pattern(classifier *c, const scan_view *v, const line_info *li,
                 c->join[at++] = ' ';
             memcpy(c->join + at, cont, cl);
             int s2;
-            long p2 = best_pattern(c, cands, nc, c->join, at + cl, &s2);
+            long p2 = best_pattern(c, cands, nc, c->join, at + cl, first, &s2);
             if (p2 >= 0 && (pi < 0 || s2 > score)) {
                 pi = p2;
                 score = s2;
