@@ -346,6 +346,141 @@ START_TEST(test_scan_helper_thread_changes_nothing)
 }
 END_TEST
 
+/* One scan with and one without the helper thread: the same findings, lines, times. */
+static void assert_helper_changes_nothing(const char *text, size_t n)
+{
+    run_out a = run(text, n, 0), b = run_helper(text, n);
+    ck_assert_uint_eq(a.res.lines, b.res.lines);
+    ck_assert_uint_eq(a.res.bytes, b.res.bytes);
+    ck_assert_int_eq(a.res.have_time, b.res.have_time);
+    ck_assert_int_eq(a.res.last_time.hour, b.res.last_time.hour);
+    ck_assert_int_eq(a.res.last_time.min, b.res.last_time.min);
+    ck_assert_uint_gt(a.st->n, 1);
+    ck_assert_uint_eq(a.st->n, b.st->n);
+    for (size_t i = 0; i < a.st->n; i++) {
+        const finding *x = &a.st->f[i], *y = &b.st->f[i];
+        ck_assert_uint_gt(x->occurrences, 2);
+        ck_assert_int_eq(x->cls, y->cls);
+        ck_assert_uint_eq(x->first.line, y->first.line);
+        ck_assert_uint_eq(x->last.line, y->last.line);
+        ck_assert_uint_eq(x->occurrences, y->occurrences);
+        ck_assert_int_eq(x->first.has_time, y->first.has_time);
+        ck_assert_int_eq(x->first.time.hour, y->first.time.hour);
+        ck_assert_int_eq(x->first.time.min, y->first.time.min);
+        ck_assert_int_eq(x->last.time.hour, y->last.time.hour);
+        ck_assert_int_eq(x->last.time.min, y->last.time.min);
+    }
+    done(&a);
+    done(&b);
+}
+
+/* Every failure line a scan sends to its sink: line number and time (a finding keeps only its first
+ * and last occurrence's). */
+typedef struct {
+    const scan_sink *next;
+    uint64_t line[4096];
+    int time[4096]; /* hour * 60 + min, -1 without a time */
+    size_t n;
+} event_log;
+
+static long log_add(void *ud, const scan_event *ev)
+{
+    event_log *l = ud;
+    if (l->n < 4096) {
+        l->line[l->n] = ev->line;
+        l->time[l->n++] = ev->time ? ev->time->hour * 60 + ev->time->min : -1;
+    }
+    return l->next->add(l->next->ud, ev);
+}
+static int log_phase_of(void *ud, long i, tax_phase *phase, int *weak, const cJSON **memory)
+{
+    event_log *l = ud;
+    return l->next->phase_of(l->next->ud, i, phase, weak, memory);
+}
+static int log_set_phase(void *ud, long i, tax_phase phase, const char *evidence, int framework)
+{
+    event_log *l = ud;
+    return l->next->set_phase(l->next->ud, i, phase, evidence, framework);
+}
+static struct config_store **log_settings(void *ud, const char *job)
+{
+    event_log *l = ud;
+    return l->next->settings(l->next->ud, job);
+}
+
+static void scan_events(const char *text, size_t n, int helper, event_log *l, scan_result *res)
+{
+    pdb *db = testdb_new();
+    story *st = story_new();
+    scanner *sc = scanner_new(db);
+    ck_assert_ptr_nonnull(sc);
+    if (helper)
+        ck_assert_int_eq(scanner_use_helper(sc), 0);
+    phase_state *ps = phase_new(db);
+    const scan_sink *next = story_sink(st);
+    l->next = next;
+    l->n = 0;
+    scan_sink sink = {l, log_add, log_phase_of, log_set_phase, log_settings};
+    membuf m = {text, n, 0, 0};
+    scan_source src = {.path = "mem.log"};
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, &sink, res, NULL, NULL), OOMSCAN_OK);
+    scanner_free(sc);
+    phase_free(ps);
+    story_free(st);
+    pdb_free(db);
+}
+
+START_TEST(test_scan_helper_reads_stamps_and_counts_lines_as_one_thread)
+{
+    /* ~8 MiB of marker lines, most without a stamp: the scanner's thread reads nearly every one back,
+     * so the helper reads its part's stamps itself, and counts its part's lines. In the second half
+     * most bytes are empty \r\n lines, so split points fall between \r and \n (each one by chance,
+     * where it falls depends on timing: half of them). Failures everywhere. */
+    size_t cap = 8u << 20, n = 0;
+    char *text = malloc(cap + 256);
+    ck_assert_ptr_nonnull(text);
+    unsigned k = 0;
+    while (n < cap) {
+        k++;
+        char buf[200];
+        /* with empty lines, many bytes of that half are \r\n pairs */
+        const char *eol = n > cap / 2 ? "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
+                                        "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
+                                      : "\n";
+        if (k % 1009 == 0)
+            snprintf(buf, sizeof buf, "Killed%s", eol);
+        else if (k % 1201 == 0)
+            snprintf(buf, sizeof buf, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB%s", eol);
+        else if (k % 5003 == 0)
+            snprintf(buf, sizeof buf, "2025-06-01 %02u:%02u:00 After update_actor, step %u%s", k / 60 % 24, k % 60, k, eol);
+        else if (k % 3 == 0)
+            snprintf(buf, sizeof buf, "step %u loss 0.%u%s", k, k * 7 % 1000, eol);
+        else
+            snprintf(buf, sizeof buf, "After update_actor, step %u%s", k, eol);
+        size_t l = strlen(buf);
+        memcpy(text + n, buf, l);
+        n += l;
+    }
+    static event_log one, two;
+    scan_result ra, rb;
+    scan_events(text, n, 0, &one, &ra);
+    scan_events(text, n, 1, &two, &rb);
+    unsigned terminators = 0;
+    for (size_t i = 0; i < n; i++)
+        terminators += text[i] == '\n';
+    ck_assert_uint_eq(ra.lines, terminators);
+    ck_assert_uint_eq(rb.lines, terminators);
+    ck_assert_uint_gt(one.n, 100);
+    ck_assert_uint_eq(one.n, two.n);
+    for (size_t i = 0; i < one.n; i++) {
+        ck_assert_uint_eq(one.line[i], two.line[i]);
+        ck_assert_int_eq(one.time[i], two.time[i]);
+    }
+    assert_helper_changes_nothing(text, n);
+    free(text);
+}
+END_TEST
+
 START_TEST(test_scan_source_names)
 {
     scan_source s = {.path = "logs/slurm-123456_7.out"};
@@ -522,6 +657,7 @@ int main(void)
     tcase_add_test(tc, test_scan_source_names);
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
+    tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_join_does_not_take_the_next_lines_own_message);
     tcase_add_test(tc, test_scan_names_from_ray_session);

@@ -25,8 +25,16 @@
  * of each region and keeps the hits, while the scanner's thread does the first part. The hits are
  * then replayed in order, so the callback sees exactly the sequence of a one-thread scan. */
 typedef struct {
-    size_t pos, lit;
+    size_t pos;
+    uint64_t lines; /* terminators in [from, pos): the helper counts its part's lines too */
+    uint32_t lit;
+    int32_t stamp;  /* the time stamp of the hit's line, when the helper read it: an index into
+                     * `stamps`, SPLIT_NO_STAMP (it has none) or SPLIT_UNREAD */
 } split_hit;
+
+#define SPLIT_UNREAD (-1)
+#define SPLIT_NO_STAMP (-2)
+#define SPLIT_STAMPS 4096 /* stamps kept per part; lines past that are read by the scanner's thread */
 
 typedef struct {
     pthread_t thread;
@@ -39,6 +47,16 @@ typedef struct {
     split_hit *hits;
     size_t n;
     size_t stopped_at; /* SIZE_MAX: every hit of [from, end) is in hits; else those before it are */
+    size_t counted_to; /* terminators counted in [from, counted_to): `lines` */
+    uint64_t lines;
+    unsigned share;    /* the scanner thread's part of a region, in 64ths (prefilter_region) */
+    /* With `stamps_too`, the helper also reads the time stamp of each line its hits are on (with its
+     * own matcher), which the scanner's thread would otherwise do for the deferred lines. */
+    int stamps_too;
+    matcher *m;
+    size_t line_end; /* end of the line of the last hit, 0 = none yet */
+    timefmt *stamps;
+    size_t n_stamps;
 } splitter;
 
 struct scanner {
@@ -54,6 +72,10 @@ struct scanner {
     uint64_t base;     /* stream offset of buf[0] */
     size_t counted_to; /* terminators counted in buf[0..counted_to) */
     uint64_t lines_before;
+    /* The helper counted the lines of its part: at jump_pos, lines_before is jump_lines (line_number_at).
+     * SIZE_MAX: no such count. */
+    size_t jump_pos;
+    uint64_t jump_lines;
     scan_clock clock;
     /* the line being collected from prefilter hits */
     size_t cur_start, cur_end;
@@ -73,8 +95,12 @@ struct scanner {
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
     struct {
         size_t pos, end; /* the first hit on the line and the line's end (on_hit found it) */
+        const timefmt *stamp; /* the helper read the line: its stamp, or no_stamp when none */
     } deferred[DEFERRED_CAP];
     size_t n_deferred;
+    const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
+    const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
+    size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
     splitter *split; /* NULL: one thread */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
 };
@@ -111,6 +137,8 @@ void scanner_free(scanner *sc)
         pthread_mutex_destroy(&sc->split->mu);
         pthread_cond_destroy(&sc->split->cv);
         free(sc->split->hits);
+        free(sc->split->stamps);
+        matcher_free(sc->split->m);
         free(sc->split);
     }
     classifier_free(sc->cl);
@@ -181,6 +209,10 @@ void scan_source_from_name(scan_source *src)
 
 static uint64_t line_number_at(scanner *sc, size_t pos)
 {
+    if (pos >= sc->jump_pos && sc->counted_to <= sc->jump_pos) {
+        sc->lines_before = sc->jump_lines;
+        sc->counted_to = sc->jump_pos;
+    }
     if (pos > sc->counted_to) {
         sc->lines_before += scan_count_lines(sc->buf + sc->counted_to, pos - sc->counted_to);
         sc->counted_to = pos;
@@ -210,20 +242,34 @@ static void process_line(scanner *sc)
         sc->status = st;
 }
 
+static const timefmt no_stamp; /* a line read and found without a time stamp (by its address) */
+
+/* The time stamp of the line holding pos and ending at end, as the clock takes it: 1 when it has one. */
+static int read_stamp(matcher *m, const unsigned char *buf, size_t pos, size_t end, timefmt *t)
+{
+    size_t s = pos;
+    while (s > 0 && buf[s - 1] != '\n' && buf[s - 1] != '\r')
+        s--; /* lines_bounds' start; the end is known (a metrics line runs to kilobytes) */
+    line_ctx ctx;
+    return matcher_line_time(m, (const char *)buf + s, end - s, &ctx) &&
+           timefmt_parse(ctx.time, strlen(ctx.time), t) == 0;
+}
+
 /* Read the timestamps of the deferred cheap lines, newest first, until one has a time: exactly what
  * stripping each of them in order would have left in last_time. */
 static void resolve_deferred_time(scanner *sc)
 {
     while (sc->n_deferred > 0) {
         --sc->n_deferred;
-        size_t s = sc->deferred[sc->n_deferred].pos, e = sc->deferred[sc->n_deferred].end;
-        while (s > 0 && sc->buf[s - 1] != '\n' && sc->buf[s - 1] != '\r')
-            s--; /* lines_bounds' start; the end is known (a metrics line runs to kilobytes) */
-        line_ctx ctx;
+        const timefmt *stamp = sc->deferred[sc->n_deferred].stamp;
         timefmt t;
-        if (matcher_line_time(sc->m, (const char *)sc->buf + s, e - s, &ctx) &&
-            timefmt_parse(ctx.time, strlen(ctx.time), &t) == 0) {
-            sc->clock.last = t;
+        sc->n_read++; /* needed, whichever thread read it */
+        if (!stamp) {
+            if (read_stamp(sc->m, sc->buf, sc->deferred[sc->n_deferred].pos, sc->deferred[sc->n_deferred].end, &t))
+                stamp = &t;
+        }
+        if (stamp && stamp != &no_stamp) {
+            sc->clock.last = *stamp;
             sc->clock.have = 1;
             break;
         }
@@ -243,7 +289,9 @@ static void close_line(scanner *sc)
         if (sc->n_deferred == DEFERRED_CAP)
             resolve_deferred_time(sc); /* newest first, so resolving early changes nothing */
         sc->deferred[sc->n_deferred].pos = sc->line_pos;
+        sc->deferred[sc->n_deferred].stamp = sc->line_stamp;
         sc->deferred[sc->n_deferred++].end = sc->line_end;
+        sc->n_pushed++;
     }
     sc->line_end = 0;
 }
@@ -257,6 +305,7 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
             return SIZE_MAX;
         sc->line_end = lines_eol(sc->buf, pos, sc->region_end);
         sc->line_pos = pos;
+        sc->line_stamp = sc->replay_stamp;
         sc->n_seen = 0;
     }
     /* one literal acts once per line, however often it occurs there */
@@ -297,8 +346,21 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
             h->n--;
         return SIZE_MAX;
     }
+    h->lines += scan_count_lines(h->buf + h->counted_to, pos - h->counted_to);
+    h->counted_to = pos;
+    int32_t stamp = SPLIT_UNREAD;
+    if (h->stamps_too && (h->line_end == 0 || pos >= h->line_end)) {
+        /* a new line: its stamp, as resolve_deferred_time would read it (on_hit's bounds) */
+        h->line_end = lines_eol(h->buf, pos, h->end);
+        if (h->n_stamps < SPLIT_STAMPS) {
+            stamp = read_stamp(h->m, h->buf, pos, h->line_end, &h->stamps[h->n_stamps]) ? (int32_t)h->n_stamps++
+                                                                                          : SPLIT_NO_STAMP;
+        }
+    }
     h->hits[h->n].pos = pos;
-    h->hits[h->n].lit = lit;
+    h->hits[h->n].lit = (uint32_t)lit;
+    h->hits[h->n].lines = h->lines;
+    h->hits[h->n].stamp = stamp;
     h->n++;
     return pos + 1; /* on_hit never skips either: the replay equals a direct scan */
 }
@@ -315,7 +377,15 @@ static void *split_main(void *arg)
         pthread_mutex_unlock(&h->mu);
         h->n = 0;
         h->stopped_at = SIZE_MAX;
+        h->counted_to = h->from;
+        h->lines = 0;
+        h->line_end = 0;
+        h->n_stamps = 0;
         prefilter_scan(h->pf, h->buf, h->from, h->end, h->avail, split_collect, h);
+        /* and the lines up to where the scanner's thread goes on (a hit's start, or the end) */
+        size_t upto = h->stopped_at != SIZE_MAX ? h->stopped_at : h->end;
+        h->lines += scan_count_lines(h->buf + h->counted_to, upto - h->counted_to);
+        h->counted_to = upto;
         pthread_mutex_lock(&h->mu);
         h->job = 0;
         pthread_cond_broadcast(&h->cv);
@@ -327,6 +397,14 @@ static void *split_main(void *arg)
 void scanner_regex_budget(scanner *sc, uint64_t budget) { matcher_budget_reset(sc->m, budget); }
 const char *scanner_regex_note(const scanner *sc) { return matcher_budget_note(sc->m); }
 
+static void splitter_free_parts(splitter *h)
+{
+    free(h->hits);
+    free(h->stamps);
+    matcher_free(h->m);
+    free(h);
+}
+
 int scanner_use_helper(scanner *sc)
 {
     if (sc->split)
@@ -335,29 +413,29 @@ int scanner_use_helper(scanner *sc)
     if (!h)
         return -1;
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
-    if (!h->hits || pthread_mutex_init(&h->mu, NULL) != 0) {
-        free(h->hits);
-        free(h);
+    h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
+    h->m = matcher_new(sc->db);
+    h->share = 26; /* 40%: a start; prefilter_region moves it to where both threads end together */
+    if (!h->hits || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
+        splitter_free_parts(h);
         return -1;
     }
     if (pthread_cond_init(&h->cv, NULL) != 0) {
         pthread_mutex_destroy(&h->mu);
-        free(h->hits);
-        free(h);
+        splitter_free_parts(h);
         return -1;
     }
     if (pthread_create(&h->thread, NULL, split_main, h) != 0) {
         pthread_cond_destroy(&h->cv);
         pthread_mutex_destroy(&h->mu);
-        free(h->hits);
-        free(h);
+        splitter_free_parts(h);
         return -1;
     }
     sc->split = h;
     return 0;
 }
 
-/* Every hit of [0, end) to on_hit, in order: in two halves on two threads when a helper is there. */
+/* Every hit of [0, end) to on_hit, in order: in two parts on two threads when a helper is there. */
 static void prefilter_region(scanner *sc, size_t end, size_t avail)
 {
     const prefilter *pf = sc->db->pf;
@@ -366,27 +444,55 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
         prefilter_scan(pf, sc->buf, 0, end, avail, on_hit, sc);
         return;
     }
-    /* The scanner's thread also counts lines, runs the hits and replays the helper's ones afterwards
-     * (a third of a scan's time, measured): giving it 40% of the bytes evens the two threads out. */
-    size_t mid = end / 5 * 2;
+    /* The scanner's thread also handles the hits, of both parts, and reads the input: its part of the
+     * prefilter work (`share`) is moved, a 64th per region, towards where both threads finish their
+     * parts at once: it was 40% always, which left the helper idle for a third of a mixed log's scan
+     * and the scanner's thread alone on a log of hits (metrics lines). Where a part ends changes
+     * nothing in the output: the hits are replayed in order. */
+    size_t mid = end / 64 * h->share;
+    if (sc->buf[mid - 1] == '\r')
+        mid++; /* not between \r and \n: each thread would count a terminator there */
     pthread_mutex_lock(&h->mu);
     h->pf = pf;
     h->buf = sc->buf;
     h->from = mid;
     h->end = end;
     h->avail = avail;
+    /* the stamps of the helper's lines too, when most deferred lines had to be read last time (a log
+     * without stamps: each line is read back to the last finding or the start of the region); where
+     * most lines have a stamp, the newest one ends the reading and the rest is never read */
+    h->stamps_too = sc->n_read * 2 > sc->n_pushed;
+    sc->n_read = sc->n_pushed = 0;
     h->job = 1;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     prefilter_scan(pf, sc->buf, 0, mid, avail, on_hit, sc);
-    /* the helper reads the buffer: wait for it even when this half stopped early */
+    /* the helper reads the buffer: wait for it even when this part stopped early */
     pthread_mutex_lock(&h->mu);
+    if (h->job && h->share < 56)
+        h->share++; /* the helper is still at it: this thread takes more next time */
+    else if (!h->job && h->share > 8)
+        h->share--;
     while (h->job)
         pthread_cond_wait(&h->cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
-    for (size_t i = 0; i < h->n; i++)
-        if (sc->status || on_hit(sc, h->hits[i].lit, h->hits[i].pos) == SIZE_MAX)
+    if (sc->status)
+        return;
+    /* the helper counted the lines of its part from mid: each of its hits carries its count */
+    line_number_at(sc, mid);
+    uint64_t at_mid = sc->lines_before;
+    for (size_t i = 0; i < h->n; i++) {
+        const split_hit *x = &h->hits[i];
+        sc->jump_pos = x->pos;
+        sc->jump_lines = at_mid + x->lines;
+        sc->replay_stamp = x->stamp >= 0 ? &h->stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
+        size_t r = sc->status ? SIZE_MAX : on_hit(sc, x->lit, x->pos);
+        sc->replay_stamp = NULL;
+        if (r == SIZE_MAX)
             return;
+    }
+    sc->jump_pos = h->counted_to;
+    sc->jump_lines = at_mid + h->lines;
     if (!sc->status && h->stopped_at != SIZE_MAX)
         prefilter_scan(pf, sc->buf, h->stopped_at, end, avail, on_hit, sc);
 }
@@ -496,6 +602,7 @@ static void advance(scanner *sc, size_t end)
     sc->base += end;
     sc->len = rest;
     sc->counted_to = 0;
+    sc->jump_pos = SIZE_MAX;
 }
 
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
@@ -508,6 +615,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     sc->len = 0;
     sc->base = src->base_offset;
     sc->counted_to = 0;
+    sc->jump_pos = SIZE_MAX;
     sc->lines_before = src->base_line;
     sc->clock.have = src->time0 != NULL;
     if (src->time0)
