@@ -759,6 +759,22 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
 }
 
+/* memmem for a setting name in the rest of a line: its first byte found with memchr, the rest
+ * compared; memmem's set-up cost more than the search on the few dozen bytes a line has left. */
+static const char *find_name(const char *h, size_t n, const char *lit, size_t len)
+{
+    const char *end = h + n;
+    while ((size_t)(end - h) >= len) {
+        const char *c = memchr(h, lit[0], (size_t)(end - h) - len + 1);
+        if (!c)
+            return NULL;
+        if (memcmp(c + 1, lit + 1, len - 1) == 0)
+            return c;
+        h = c + 1;
+    }
+    return NULL;
+}
+
 /* Every occurrence of lit (len bytes) in the line buf[ls..le) from buf[from] on. */
 static int capture_line(config_store **st, config_tracker *tr, const char *lit, size_t len, const char *buf,
                         uint64_t base, size_t ls, size_t from, size_t le, const char *job, const char *file,
@@ -767,7 +783,7 @@ static int capture_line(config_store **st, config_tracker *tr, const char *lit, 
     int got = 0;
     const char *s = buf + from;
     while ((size_t)(buf + le - s) >= len) {
-        const char *hit = memmem(s, (size_t)(buf + le - s), lit, len);
+        const char *hit = find_name(s, (size_t)(buf + le - s), lit, len);
         if (!hit)
             break;
         int rc = capture_at(st, tr, buf, base, ls, le, (size_t)(hit - buf), lit, len, job, file, line);
