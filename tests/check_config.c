@@ -241,6 +241,13 @@ START_TEST(test_config_dotted_override_paths)
         EQ(st->e[i].path, want[i][0]);
         EQ(st->e[i].value, want[i][1]);
     }
+    /* a dashed name (a flag's spelling) in a dotted override: the path has underscores */
+    const char *dashed[] = {"max-tokens-per-gpu"};
+    config_store *st3 = capture("rollout.max-tokens-per-gpu=12\n", dashed, 1);
+    ck_assert_ptr_nonnull(st3);
+    ck_assert_uint_eq(st3->n, 1);
+    EQ(st3->e[0].path, "rollout.max_tokens_per_gpu");
+    config_store_free(st3);
     /* the same, handed the first occurrence as the scanner does */
     config_store *st2 = NULL;
     config_tracker *tr = config_tracker_new();

@@ -623,27 +623,6 @@ static size_t read_value(const char *b, size_t q, size_t le, char *out)
     return n;
 }
 
-/* Whether the dotted prefix d[0..n) ("actor_rollout_ref.actor.", its last byte a dot) and the leaf
- * lit give the path as written: every component there, none empty or cut (COMP_CAP), fewer than
- * CONFIG_MAX_COMPONENTS in all. Then the components need not be built one by one. */
-static int dotted_plain(const char *d, size_t n, size_t len)
-{
-    if (len >= COMP_CAP)
-        return 0;
-    size_t comps_n = 0, run = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (d[i] != '.') {
-            run++;
-            continue;
-        }
-        if (run == 0 || run >= COMP_CAP)
-            return 0;
-        comps_n++;
-        run = 0;
-    }
-    return comps_n + 1 < CONFIG_MAX_COMPONENTS;
-}
-
 /* One occurrence of literal `lit` at b[p] in the line b[ls..le). 1 when a value was read. */
 static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
                       size_t p, const char *lit, size_t len, const char *job, const char *file, uint64_t line)
@@ -655,7 +634,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     path.n = 0;
     int flag = 0, quoted = 0, dotted = 0, sbatch = lit[0] == '#';
     size_t dotted_from = 0;
-    int plain = 0; /* dotted, and its text is its path (dotted_plain) */
+    int plain = 0, dashed = 0; /* dotted, and its text is its path; a '-' in that text */
     char before = p > ls ? b[p - 1] : ' ';
     if (sbatch) {
         if (ident(before))
@@ -668,11 +647,25 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
             return 0;
         flag = 1;
     } else if (before == '.') {
-        size_t s = p - 1;
-        while (s > ls && (ident(b[s - 1]) || b[s - 1] == '.' || b[s - 1] == '-'))
+        /* back over the dotted prefix, noting whether its text is its path as the components would
+         * give it (plain): none empty or cut at COMP_CAP, fewer than CONFIG_MAX_COMPONENTS with the
+         * leaf; then the components are not built one by one */
+        size_t s = p - 1, run = 0, dots = 1;
+        int bad = len >= COMP_CAP;
+        while (s > ls && (ident(b[s - 1]) || b[s - 1] == '.' || b[s - 1] == '-')) {
             s--;
+            if (b[s] == '.') {
+                bad |= run == 0 || run >= COMP_CAP;
+                dots++;
+                run = 0;
+            } else {
+                run++;
+                dashed |= b[s] == '-';
+            }
+        }
+        bad |= run == 0 || run >= COMP_CAP;
         dotted_from = s;
-        plain = dotted_plain(b + s, p - s, len);
+        plain = !bad && dots + 1 < CONFIG_MAX_COMPONENTS;
         /* the dotted prefix of a Hydra override (actor_rollout_ref.actor.x=32) */
         size_t cs = s;
         for (size_t i = s; !plain && i <= p - 1; i++)
@@ -732,12 +725,13 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
     if (plain) {
         /* a Hydra override as such: its text is the path (what the components give, joined) */
-        size_t o = 0;
-        for (size_t i = dotted_from; i < p; i++)
-            joined[o++] = b[i] == '-' ? '_' : b[i];
-        for (size_t i = 0; i < len; i++)
-            joined[o++] = lit[i] == '-' ? '_' : lit[i];
-        joined[o] = '\0';
+        size_t o = p - dotted_from;
+        memcpy(joined, b + dotted_from, o);
+        memcpy(joined + o, lit, len);
+        joined[o + len] = '\0';
+        for (char *d = dashed ? joined : memchr(joined + o, '-', len); d && *d; d++)
+            if (*d == '-')
+                *d = '_';
         return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
