@@ -82,6 +82,9 @@ static void free_literals(pdb *db)
     free(db->literals);
     db->literals = NULL;
     db->n_literals = 0;
+    free(db->lit_slots);
+    db->lit_slots = NULL;
+    db->lit_slot_cap = 0;
     for (size_t i = 0; i < db->n_config_lits; i++)
         free(db->config_lits[i]);
     free(db->config_lits);
@@ -972,21 +975,62 @@ const pcre2_code *pdb_regex_code(const pdb *db, const pdb_regex *r)
     return r->code;
 }
 
+static size_t text_hash(const char *s)
+{
+    size_t h = 14695981039346656037ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of `text` in the literal index: the one holding it, or the empty one it would go in.
+ * A hash, not a walk over the literals: with ~400 literals and ~200 settings the walk was a sixth of
+ * start-up (strcmp). The index stays under half full. */
+static size_t *lit_slot(const pdb *db, const char *text)
+{
+    size_t mask = db->lit_slot_cap - 1, i = text_hash(text) & mask;
+    while (db->lit_slots[i] && strcmp(db->literals[db->lit_slots[i] - 1].text, text) != 0)
+        i = (i + 1) & mask;
+    return &db->lit_slots[i];
+}
+
+/* Room for one more literal in db->literals and in the index (doubled, rehashed, when half full). */
+static int lit_reserve(pdb *db)
+{
+    size_t n = db->n_literals; /* capacity: 64, then doubled whenever n reaches a power of two */
+    if (n == 0 || (n >= 64 && (n & (n - 1)) == 0)) {
+        size_t cap = n ? n * 2 : 64;
+        void *grown = realloc(db->literals, cap * sizeof *db->literals);
+        if (!grown)
+            return -1;
+        db->literals = grown;
+    }
+    if ((db->n_literals + 1) * 2 > db->lit_slot_cap) {
+        size_t cap = db->lit_slot_cap ? db->lit_slot_cap * 2 : 256;
+        size_t *slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return -1;
+        free(db->lit_slots);
+        db->lit_slots = slots;
+        db->lit_slot_cap = cap;
+        for (size_t i = 0; i < db->n_literals; i++)
+            *lit_slot(db, db->literals[i].text) = i + 1;
+    }
+    return 0;
+}
+
 static oomscan_status add_literal(pdb *db, const char *text, pdb_lit_kind kind, size_t index, oomscan_diag *diag)
 {
-    size_t i;
-    for (i = 0; i < db->n_literals; i++)
-        if (strcmp(db->literals[i].text, text) == 0)
-            break;
+    if (lit_reserve(db) != 0)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+    size_t *slot = lit_slot(db, text);
+    size_t i = *slot ? *slot - 1 : db->n_literals;
     if (i == db->n_literals) {
-        void *grown = realloc(db->literals, (db->n_literals + 1) * sizeof *db->literals);
-        if (!grown)
-            return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-        db->literals = grown;
         memset(&db->literals[i], 0, sizeof db->literals[i]);
         if (!(db->literals[i].text = strdup(text)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
         db->n_literals++;
+        *slot = i + 1;
     }
     pdb_literal *l = &db->literals[i];
     void *grown = realloc(l->targets, (l->n_targets + 1) * sizeof *l->targets);
@@ -999,12 +1043,16 @@ static oomscan_status add_literal(pdb *db, const char *text, pdb_lit_kind kind, 
     return OOMSCAN_OK;
 }
 
-/* One text to read settings by (see config_literal), once. */
+/* One text to read settings by (see config_literal), once: a literal that already leads to a
+ * setting is that setting. */
 static oomscan_status add_config_literal(pdb *db, const char *text, oomscan_diag *diag)
 {
-    for (size_t i = 0; i < db->n_config_lits; i++)
-        if (strcmp(db->config_lits[i], text) == 0)
-            return OOMSCAN_OK;
+    if (db->lit_slot_cap) {
+        size_t at = *lit_slot(db, text);
+        for (size_t k = 0; at && k < db->literals[at - 1].n_targets; k++)
+            if (db->literals[at - 1].targets[k].kind == LIT_CONFIG)
+                return OOMSCAN_OK;
+    }
     char **grown = realloc(db->config_lits, (db->n_config_lits + 1) * sizeof *grown);
     if (!grown)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");

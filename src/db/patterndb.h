@@ -162,6 +162,8 @@ typedef struct pdb {
     /* Built by pdb_compile(): */
     pdb_literal *literals;
     size_t n_literals;
+    size_t *lit_slots; /* literals by text, open addressing: index + 1, 0 = empty (pdb_compile's dedup) */
+    size_t lit_slot_cap;
     char **config_lits; /* settings the checklists name, as config_literal() spells them (src/config.h) */
     size_t n_config_lits;
     prefilter *pf;
