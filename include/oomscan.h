@@ -31,6 +31,10 @@ typedef struct oomscan_db oomscan_db;
 /* Load the database embedded at build time (patterns/). On a broken embedded file the diag names it. */
 oomscan_status oomscan_db_new(oomscan_db **out, oomscan_diag *diag);
 
+/* The same database without the sample lines of its rules, which only oomscan_db_check() runs (it
+ * reports them missing): for a program that scans, half the text to parse at start-up. */
+oomscan_status oomscan_db_new_lean(oomscan_db **out, oomscan_diag *diag);
+
 /* Load an empty database (for --check-patterns DIR on a user's folder alone). */
 oomscan_status oomscan_db_new_empty(oomscan_db **out, oomscan_diag *diag);
 

@@ -205,6 +205,57 @@ START_TEST(test_patterndb_jit_waits_for_first_use)
 }
 END_TEST
 
+/* A scan loads the embedded files lean (no samples, no whitespace): the same database but for the
+ * samples, which only --check-patterns runs; the same literals, so the serialized prefilter fits. */
+START_TEST(test_patterndb_lean_embedded_is_the_database_without_samples)
+{
+    for (size_t i = 0; i < embedded_count; i++) {
+        ck_assert_msg(strstr(embedded_files[i].lean, "\"samples\"") == NULL, "%s", embedded_files[i].name);
+        ck_assert_uint_lt(embedded_files[i].lean_len, embedded_files[i].len);
+    }
+    pdb *full = pdb_new(), *lean = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(full, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_load_embedded_lean(lean, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(full, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(lean, &d), OOMSCAN_OK);
+    ck_assert_uint_eq(lean->n_patterns, full->n_patterns);
+    size_t with_samples = 0;
+    for (size_t i = 0; i < full->n_patterns; i++) {
+        ck_assert_str_eq(lean->patterns[i].id, full->patterns[i].id);
+        ck_assert_str_eq(lean->patterns[i].regex_src, full->patterns[i].regex_src);
+        ck_assert_ptr_null(lean->patterns[i].samples);
+        with_samples += full->patterns[i].samples != NULL;
+    }
+    ck_assert_uint_eq(with_samples, full->n_patterns);
+    ck_assert_uint_eq(lean->n_frames, full->n_frames);
+    ck_assert_uint_eq(lean->n_markers, full->n_markers);
+    for (size_t i = 0; i < full->n_markers; i++)
+        ck_assert_ptr_null(lean->markers[i].samples);
+    ck_assert_uint_eq(lean->n_fw_rules, full->n_fw_rules);
+    ck_assert_uint_eq(lean->n_versions, full->n_versions);
+    ck_assert_uint_eq(lean->n_prefixes, full->n_prefixes);
+    ck_assert_uint_eq(lean->n_xids, full->n_xids);
+    ck_assert_uint_eq(lean->n_literals, full->n_literals);
+    for (size_t i = 0; i < full->n_literals; i++) {
+        ck_assert_str_eq(lean->literals[i].text, full->literals[i].text);
+        ck_assert_uint_eq(lean->literals[i].n_targets, full->literals[i].n_targets);
+    }
+    ck_assert_uint_eq(lean->n_checklists, full->n_checklists);
+    for (size_t i = 0; i < full->n_checklists; i++) {
+        char *a = cJSON_PrintUnformatted(full->checklists[i].json), *b = cJSON_PrintUnformatted(lean->checklists[i].json);
+        ck_assert_str_eq(b, a);
+        free(a);
+        free(b);
+    }
+#ifdef OOMSCAN_HAVE_VECTORSCAN
+    ck_assert_msg(prefilter_from_blob(lean->pf), "the lean database did not use the serialized prefilter");
+#endif
+    pdb_free(full);
+    pdb_free(lean);
+}
+END_TEST
+
 typedef struct {
     size_t n;
     uint64_t sum; /* order-sensitive digest of (literal, position) */
@@ -279,6 +330,7 @@ int main(void)
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
     tcase_add_test(tc, test_patterndb_xid_catalog_loads_checks_and_replaces);
     tcase_add_test(tc, test_patterndb_jit_waits_for_first_use);
+    tcase_add_test(tc, test_patterndb_lean_embedded_is_the_database_without_samples);
     tcase_add_test(tc, test_patterndb_embedded_prefilter_is_loaded_and_agrees);
     suite_add_tcase(s, tc);
     return check_run(s);

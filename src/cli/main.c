@@ -467,8 +467,10 @@ static int load_db(const cli_opts *o, int argc, char **argv, oomscan_db **dbp)
     /* --check-patterns DIR checks that folder alone; without DIR, the built-in database. */
     if (o->check && optind < argc)
         st = oomscan_db_new_empty(&db, &diag);
-    else
+    else if (o->check)
         st = oomscan_db_new(&db, &diag);
+    else /* the samples are for --check-patterns alone */
+        st = oomscan_db_new_lean(&db, &diag);
     for (size_t i = 0; !st && i < o->n_user; i++)
         st = oomscan_db_add_dir(db, o->user_dirs[i], &diag);
     if (!st && o->check)

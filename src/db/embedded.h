@@ -9,6 +9,10 @@ typedef struct {
     const char *name; /* path relative to patterns/, e.g. "failures/pytorch.json" */
     const char *data; /* NUL-terminated file contents */
     size_t len;       /* without the terminating NUL */
+    /* The same document lean: without its "samples" and "not_samples" members (only
+     * --check-patterns runs them) and without whitespace; half the text to parse at start-up. */
+    const char *lean;
+    size_t lean_len;
 } embedded_file;
 
 extern const embedded_file embedded_files[];

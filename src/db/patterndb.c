@@ -822,17 +822,22 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
     return st;
 }
 
-oomscan_status pdb_load_embedded(pdb *db, oomscan_diag *diag)
+static oomscan_status load_embedded(pdb *db, int lean, oomscan_diag *diag)
 {
     for (size_t i = 0; i < embedded_count; i++) {
+        const embedded_file *f = &embedded_files[i];
         char name[300];
-        snprintf(name, sizeof name, "patterns/%s", embedded_files[i].name);
-        oomscan_status st = pdb_load_text(db, name, embedded_files[i].data, embedded_files[i].len, diag);
+        snprintf(name, sizeof name, "patterns/%s", f->name);
+        oomscan_status st =
+            pdb_load_text(db, name, lean ? f->lean : f->data, lean ? f->lean_len : f->len, diag);
         if (st)
             return st;
     }
     return OOMSCAN_OK;
 }
+
+oomscan_status pdb_load_embedded(pdb *db, oomscan_diag *diag) { return load_embedded(db, 0, diag); }
+oomscan_status pdb_load_embedded_lean(pdb *db, oomscan_diag *diag) { return load_embedded(db, 1, diag); }
 
 /* ---- directories -------------------------------------------------------------------------- */
 

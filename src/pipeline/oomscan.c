@@ -26,6 +26,7 @@
 
 /* ---- database ------------------------------------------------------------------------------ */
 
+/* embedded: 0 nothing, 1 the data files as written, 2 their lean form (no samples) */
 static oomscan_status db_make(oomscan_db **out, int embedded, oomscan_diag *diag)
 {
     *out = NULL;
@@ -35,7 +36,7 @@ static oomscan_status db_make(oomscan_db **out, int embedded, oomscan_diag *diag
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     }
     if (embedded) {
-        oomscan_status st = pdb_load_embedded(db->p, diag);
+        oomscan_status st = embedded == 2 ? pdb_load_embedded_lean(db->p, diag) : pdb_load_embedded(db->p, diag);
         if (st) {
             oomscan_db_free(db);
             return st;
@@ -46,6 +47,7 @@ static oomscan_status db_make(oomscan_db **out, int embedded, oomscan_diag *diag
 }
 
 oomscan_status oomscan_db_new(oomscan_db **out, oomscan_diag *diag) { return db_make(out, 1, diag); }
+oomscan_status oomscan_db_new_lean(oomscan_db **out, oomscan_diag *diag) { return db_make(out, 2, diag); }
 oomscan_status oomscan_db_new_empty(oomscan_db **out, oomscan_diag *diag) { return db_make(out, 0, diag); }
 
 oomscan_status oomscan_db_add_dir(oomscan_db *db, const char *dir, oomscan_diag *diag)

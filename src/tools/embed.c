@@ -1,11 +1,15 @@
 /* embed.c - build-time tool: turns data files into a C array so the default database lives in the
- * binary. Usage: embed OUT.c BASEDIR FILE... ; each file is stored under its path relative to BASEDIR.
+ * binary. Usage: embed OUT.c BASEDIR FILE... ; each file is stored under its path relative to BASEDIR,
+ *        twice: as written, and lean (see embedded.h): without its "samples" and "not_samples"
+ *        members and without whitespace, the half of the text a scan never reads.
  *        embed --blob OUT.c SYMBOL FILE ; one binary file as `SYMBOL[]` and `SYMBOL_len` (the
  *        serialized prefilter, src/tools/serialize.c).
  * Bytes are written as numbers, not string literals, to stay clear of compiler string-length limits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 /* Write the bytes of `in` as "{n,n,...,0}" (a NUL is added after them); returns how many were read. */
 static size_t put_bytes(FILE *out, FILE *in)
@@ -20,6 +24,70 @@ static size_t put_bytes(FILE *out, FILE *in)
     }
     fprintf(out, "%s0};\n", n ? "," : "");
     return n;
+}
+
+/* Write the NUL-terminated `text` as put_bytes does; returns its length. */
+static size_t put_text(FILE *out, const char *text)
+{
+    fprintf(out, "{");
+    size_t n = 0;
+    for (; text[n]; n++)
+        fprintf(out, "%s%d", n == 0 ? "\n" : (n % 24) ? "," : ",\n", (unsigned char)text[n]);
+    fprintf(out, "%s0};\n", n ? "," : "");
+    return n;
+}
+
+/* Drop every "samples" and "not_samples" member below `j`: sample lines are for --check-patterns. */
+static void strip_samples(cJSON *j)
+{
+    cJSON *c = j ? j->child : NULL;
+    while (c) {
+        cJSON *next = c->next;
+        if (cJSON_IsObject(j) && c->string &&
+            (strcmp(c->string, "samples") == 0 || strcmp(c->string, "not_samples") == 0))
+            cJSON_Delete(cJSON_DetachItemViaPointer(j, c));
+        else
+            strip_samples(c);
+        c = next;
+    }
+}
+
+/* The lean form of the JSON file at `path` (malloc'd), or NULL with a message. */
+static char *lean_text(const char *path)
+{
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        perror(path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len, in)) > 0)
+        if ((len += n) == cap) {
+            char *grown = realloc(buf, (cap *= 2) + 1);
+            if (!grown)
+                free(buf);
+            buf = grown;
+        }
+    fclose(in);
+    if (!buf) {
+        fprintf(stderr, "%s: out of memory\n", path);
+        return NULL;
+    }
+    buf[len] = 0;
+    cJSON *doc = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    if (!doc) {
+        fprintf(stderr, "%s: not valid JSON\n", path);
+        return NULL;
+    }
+    strip_samples(doc);
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (!text)
+        fprintf(stderr, "%s: out of memory\n", path);
+    return text;
 }
 
 static int blob(const char *out_path, const char *symbol, const char *in_path)
@@ -72,6 +140,14 @@ int main(int argc, char **argv)
         fprintf(out, "static const unsigned char f%d[] = ", i);
         put_bytes(out, in);
         fclose(in);
+        char *lean = lean_text(argv[i]);
+        if (!lean) {
+            fclose(out);
+            return 1;
+        }
+        fprintf(out, "static const unsigned char l%d[] = ", i);
+        put_text(out, lean);
+        cJSON_free(lean);
     }
     fprintf(out, "\nconst embedded_file embedded_files[] = {\n");
     for (int i = 3; i < argc; i++) {
@@ -81,7 +157,8 @@ int main(int argc, char **argv)
             while (*rel == '/')
                 rel++;
         }
-        fprintf(out, "    {\"%s\", (const char *)f%d, sizeof f%d - 1},\n", rel, i, i);
+        fprintf(out, "    {\"%s\", (const char *)f%d, sizeof f%d - 1, (const char *)l%d, sizeof l%d - 1},\n", rel, i,
+                i, i, i);
     }
     fprintf(out, "};\nconst size_t embedded_count = %d;\n", argc - 3);
     if (fclose(out) != 0) {
