@@ -205,6 +205,40 @@ START_TEST(test_patterndb_jit_waits_for_first_use)
 }
 END_TEST
 
+/* A checklist's steps come out whole and in order: a library step by name, a library step with
+ * some keys of its own (replaced in place, new ones after), a step written in place; and a step
+ * library loaded later (a user's fix) is what the next compile resolves, with nothing left pointing
+ * at the replaced step (resolved steps refer to the library, they are not copies). */
+START_TEST(test_patterndb_checklist_steps_resolve_in_order)
+{
+    static const char lib[] = "{\"format\":\"oomscan-steps/1\",\"steps\":[{\"id\":\"a\",\"do\":\"A\",\"why\":\"lib\","
+                              "\"source\":[\"x\"]}]}";
+    static const char cl[] = "{\"format\":\"oomscan-remediation/1\",\"id\":\"mine\",\"applies\":[{\"class\":\"segfault\","
+                             "\"phase\":\"rollout\"}],\"steps\":[\"a\",{\"use\":\"a\",\"why\":\"own\",\"extra\":1},"
+                             "{\"do\":\"inline\"}],\"title\":\"T\"}";
+    static const char fix[] = "{\"format\":\"oomscan-steps/1\",\"steps\":[{\"id\":\"a\",\"do\":\"B\"}]}";
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(load(db, lib, &d), OOMSCAN_OK);
+    ck_assert_int_eq(load(db, cl, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    char *js = cJSON_PrintUnformatted(pdb_checklist_by_id(db, "mine")->json);
+    ck_assert_str_eq(js, "{\"format\":\"oomscan-remediation/1\",\"id\":\"mine\",\"applies\":[{\"class\":\"segfault\","
+                         "\"phase\":\"rollout\"}],\"steps\":[{\"id\":\"a\",\"do\":\"A\",\"why\":\"lib\",\"source\":[\"x\"]},"
+                         "{\"id\":\"a\",\"do\":\"A\",\"why\":\"own\",\"source\":[\"x\"],\"extra\":1},{\"do\":\"inline\"}],"
+                         "\"title\":\"T\"}");
+    free(js);
+    ck_assert_int_eq(load(db, fix, &d), OOMSCAN_OK);
+    ck_assert_ptr_null(pdb_checklist_by_id(db, "mine")->json); /* dropped with the step it named */
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    js = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(pdb_checklist_by_id(db, "mine")->json, "steps"));
+    ck_assert_str_eq(js, "[{\"id\":\"a\",\"do\":\"B\"},{\"id\":\"a\",\"do\":\"B\",\"why\":\"own\",\"extra\":1},"
+                         "{\"do\":\"inline\"}]");
+    free(js);
+    pdb_free(db);
+}
+END_TEST
+
 /* A scan loads the embedded files lean (no samples, no whitespace): the same database but for the
  * samples, which only --check-patterns runs; the same literals, so the serialized prefilter fits. */
 START_TEST(test_patterndb_lean_embedded_is_the_database_without_samples)
@@ -330,6 +364,7 @@ int main(void)
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
     tcase_add_test(tc, test_patterndb_xid_catalog_loads_checks_and_replaces);
     tcase_add_test(tc, test_patterndb_jit_waits_for_first_use);
+    tcase_add_test(tc, test_patterndb_checklist_steps_resolve_in_order);
     tcase_add_test(tc, test_patterndb_lean_embedded_is_the_database_without_samples);
     tcase_add_test(tc, test_patterndb_embedded_prefilter_is_loaded_and_agrees);
     suite_add_tcase(s, tc);

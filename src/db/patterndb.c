@@ -717,31 +717,45 @@ static oomscan_status load_conclusions(pdb *db, cJSON *doc, const char *file, oo
     return load_keyed(&db->conclusions, cJSON_GetObjectItemCaseSensitive(doc, "conclusions"), "what", file, diag);
 }
 
-/* One checklist step from its entry: "id" (the library's step), {"use": id, key: value...} (the
- * library's step with those keys replaced, e.g. a phase's own "why"), or a whole step written in
- * place. */
-static cJSON *resolve_step(const pdb *db, const cJSON *entry, const char **missing)
+/* One checklist step from its entry, appended to `steps`: "id" (the library's step), {"use": id,
+ * key: value...} (the library's step with those keys replaced, e.g. a phase's own "why"), or a whole
+ * step written in place. The step is made of references (cJSON's IsReference items) to the library's
+ * and the entry's values, not copies: copying every step of every checklist was a third of
+ * start-up. Both stay in the database as long as the step does (pdb_load_text drops resolved steps
+ * before it changes anything). Returns 0, 1 when out of memory, 2 with `*missing` set. */
+static int resolve_step(const pdb *db, cJSON *steps, const cJSON *entry, const char **missing)
 {
     const char *use = cJSON_IsString(entry) ? entry->valuestring : jstr(entry, "use");
     if (!use)
-        return cJSON_Duplicate(entry, 1);
+        return !cJSON_AddItemReferenceToArray(steps, (cJSON *)entry);
     const cJSON *lib = cJSON_GetObjectItemCaseSensitive(db->steps, use);
     if (!lib) {
         *missing = use;
-        return NULL;
+        return 2;
     }
-    cJSON *st = cJSON_Duplicate(lib, 1);
+    if (!cJSON_IsObject(entry))
+        return !cJSON_AddItemReferenceToArray(steps, (cJSON *)lib);
+    cJSON *st = cJSON_CreateObject();
+    if (!st || !cJSON_AddItemToArray(steps, st)) {
+        cJSON_Delete(st);
+        return 1;
+    }
+    /* the library's keys in its order, each replaced by the entry's when it has one; then the
+     * entry's other keys: the order replacing in place and appending gave */
     const cJSON *kv;
-    if (st && cJSON_IsObject(entry))
-        cJSON_ArrayForEach(kv, entry)
-        {
-            if (strcmp(kv->string, "use") == 0)
-                continue;
-            cJSON *v = cJSON_Duplicate(kv, 1);
-            if (!v || !cJSON_ReplaceItemInObjectCaseSensitive(st, kv->string, v))
-                cJSON_AddItemToObject(st, kv->string, v);
-        }
-    return st;
+    cJSON_ArrayForEach(kv, lib)
+    {
+        const cJSON *own = strcmp(kv->string, "use") != 0 ? cJSON_GetObjectItemCaseSensitive(entry, kv->string) : NULL;
+        if (!cJSON_AddItemReferenceToObject(st, kv->string, (cJSON *)(own ? own : kv)))
+            return 1;
+    }
+    cJSON_ArrayForEach(kv, entry)
+    {
+        if (strcmp(kv->string, "use") != 0 && !cJSON_GetObjectItemCaseSensitive(lib, kv->string) &&
+            !cJSON_AddItemReferenceToObject(st, kv->string, (cJSON *)kv))
+            return 1;
+    }
+    return 0;
 }
 
 /* Every checklist's steps taken from the library, so that later readers see whole steps. */
@@ -750,32 +764,31 @@ static oomscan_status resolve_checklists(pdb *db, oomscan_diag *diag)
     for (size_t i = 0; i < db->n_checklists; i++) {
         pdb_checklist *c = &db->checklists[i];
         cJSON_Delete(c->json);
-        /* the document with its "steps" in place, resolved (the raw steps are not copied first) */
+        /* the document's other keys referenced, its "steps" resolved */
         if (!(c->json = cJSON_CreateObject()))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
         cJSON *steps = NULL;
-        const cJSON *kv;
+        cJSON *kv;
         cJSON_ArrayForEach(kv, c->raw)
         {
-            int is_steps = strcmp(kv->string, "steps") == 0;
-            cJSON *v = is_steps ? cJSON_CreateArray() : cJSON_Duplicate(kv, 1);
-            if (!v)
+            int ok;
+            if (strcmp(kv->string, "steps") == 0)
+                ok = !steps && (steps = cJSON_AddArrayToObject(c->json, kv->string)) != NULL;
+            else
+                ok = cJSON_AddItemReferenceToObject(c->json, kv->string, kv);
+            if (!ok)
                 return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
-            cJSON_AddItemToObject(c->json, kv->string, v);
-            if (is_steps)
-                steps = v;
         }
         const cJSON *e;
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c->raw, "steps"))
         {
             const char *missing = NULL;
-            cJSON *st = resolve_step(db, e, &missing);
-            if (missing)
+            int r = resolve_step(db, steps, e, &missing);
+            if (r == 2)
                 return diag_set(diag, OOMSCAN_ERR_FORMAT, c->file, "%s: step \"%s\" is not in the step library "
                                 "(patterns/remediation/steps.json)", c->id, missing);
-            if (!st)
+            if (r)
                 return diag_set(diag, OOMSCAN_ERR_NOMEM, c->file, "out of memory");
-            cJSON_AddItemToArray(steps, st);
         }
     }
     return OOMSCAN_OK;
@@ -795,6 +808,11 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
     const char *format = jstr(doc, "format");
     oomscan_status st;
     db->compiled = 0;
+    /* resolved steps refer to the library and the checklists this document may replace */
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        cJSON_Delete(db->checklists[i].json);
+        db->checklists[i].json = NULL;
+    }
     if (!format)
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "no \"format\" key");
     else if (strcmp(format, "oomscan-patterns/1") == 0)
