@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "input/archive_lib.h"
 #include "input/input.h"
 #include "input/input_readahead.h"
 
@@ -570,6 +571,53 @@ START_TEST(test_input_archives_members_in_order)
         collect_free(&c);
     }
     free(big.p);
+}
+END_TEST
+
+/* Without libarchive (it is opened only when an archive is met) an archive is an input error naming
+ * the input, the kind of archive and the library, and the next input is still read. In a child
+ * process of its own: the library is looked up once per process. */
+START_TEST(test_input_archive_without_libarchive_names_input_and_library)
+{
+#ifdef OOMSCAN_ARCHIVE_DLOPEN
+    entry e = {"rank0.log", LOG_A, strlen(LOG_A), 'f'};
+    write_archive(tpath("job.tar"), FMT_USTAR, FLT_NONE, &e, 1);
+    write_file(tpath("plain.log"), LOG_B, strlen(LOG_B));
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        archive_lib_use("liboomscan-test-no-such-archive.so.0");
+        collect c = {0};
+        oomscan_diag d;
+        oomscan_status st = scan(tpath("job.tar"), &c, &d);
+        collect_free(&c);
+        collect p = {0};
+        oomscan_diag pd;
+        oomscan_status pst = scan(tpath("plain.log"), &p, &pd);
+        char out[1024];
+        int n = snprintf(out, sizeof out, "%d %zu %d %zu|%s|%s", (int)st, c.n, (int)pst, p.n, d.where, d.msg);
+        collect_free(&p);
+        if (write(fds[1], out, (size_t)n) != n)
+            _exit(2);
+        _exit(0);
+    }
+    close(fds[1]);
+    char got[1024] = {0};
+    ssize_t n = read(fds[0], got, sizeof got - 1);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ck_assert_int_gt(n, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %s", got);
+    char want[600];
+    snprintf(want, sizeof want, "%d 0 0 1|%s|", (int)OOMSCAN_ERR_FORMAT, tpath("job.tar"));
+    ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "got %s", got);
+    ck_assert_msg(strstr(got, "a tar archive, but libarchive cannot be loaded") != NULL, "got %s", got);
+    ck_assert_msg(strstr(got, "liboomscan-test-no-such-archive.so.0") != NULL, "got %s", got);
+#endif
 }
 END_TEST
 
@@ -1135,6 +1183,7 @@ static Suite *input_suite(void)
         test_input_gzip_large_odd_reads, test_input_gzip_concatenated_members_and_padding,
         test_input_gzip_truncated_delivers_prefix_then_error, test_input_gzip_corrupt_reports_decoder_message,
         test_input_single_compressed_zstd_xz_bzip2, test_input_archives_members_in_order,
+        test_input_archive_without_libarchive_names_input_and_library,
         test_input_truncated_tar_gz, test_input_callback_stops_and_partial_reads,
         test_input_truncated_xz_zstd_bzip2_keep_prefix, test_input_zstd_bzip2_concatenated_and_corrupt,
         test_input_limit_total_bytes, test_input_limit_ratio,

@@ -54,6 +54,18 @@ for f in b.tar b.tar.gz b.tar.xz b.tar.zst b.tar.bz2 b.zip; do
   has "$t/out.json" occurrences 2 && ok || bad "$f: both members' failure not grouped"
 done
 
+# libarchive is opened only when an archive is met (src/input/archive_lib.c): plain and compressed
+# text never load it, a tar does (the loader's own trace says which libraries it loads). A build
+# linking it (-DOOMSCAN_ARCHIVE_DLOPEN=OFF) loads it always: nothing to check there.
+if ! ldd "$oomscan" 2>/dev/null | grep -q libarchive; then
+  for f in a.log gz.txt zst.log; do
+    LD_DEBUG=libs "$oomscan" --format json "$t/$f" 2>&1 >/dev/null | grep -q 'libarchive\.so' &&
+      bad "$f: libarchive loaded for a file that is no archive" || ok
+  done
+  LD_DEBUG=libs "$oomscan" --format json "$t/b.tar.gz" 2>&1 >/dev/null | grep -q 'libarchive\.so' && ok ||
+    bad "b.tar.gz: libarchive not loaded (or LD_DEBUG not honoured)"
+fi
+
 # a directory: walked recursively, in sorted order
 "$oomscan" --format json "$t/tree" > "$t/dir.json"
 a=$(grep -n 'rank0.err"' "$t/dir.json" | head -1 | cut -d: -f1)

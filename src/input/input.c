@@ -16,8 +16,6 @@
 #endif
 #include "input/input.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input/archive_lib.h" /* libarchive, loaded at the first archive */
 #include "input/decode.h"
 #include "input/gz.h"
 #include "input/input_readahead.h"
@@ -351,6 +350,7 @@ static oomscan_status open_codec(input_ctx *c, input_stream *s, kind k, const ch
 typedef struct {
     input_stream *lower;
     unsigned char *buf;
+    const archive_lib *al;
 } ar_feed;
 
 static la_ssize_t feed_read(struct archive *a, void *ud, const void **out)
@@ -359,19 +359,25 @@ static la_ssize_t feed_read(struct archive *a, void *ud, const void **out)
     ssize_t n = input_read(f->lower, f->buf, INPUT_BUF);
     if (n < 0) {
         const char *why = input_stream_error(f->lower);
-        archive_set_error(a, EIO, "%s", why ? why : "read error");
+        f->al->set_error(a, EIO, "%s", why ? why : "read error");
         return ARCHIVE_FATAL;
     }
     *out = f->buf;
     return n;
 }
 
+/* One archive being read: member_pull's state. */
+typedef struct {
+    struct archive *a;
+    const archive_lib *al;
+} ar_member;
+
 static ssize_t member_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
 {
-    struct archive *a = ud;
-    la_ssize_t n = archive_read_data(a, buf, cap);
+    ar_member *m = ud;
+    la_ssize_t n = m->al->read_data(m->a, buf, cap);
     if (n < 0) {
-        const char *why = archive_error_string(a);
+        const char *why = m->al->error_string(m->a);
         snprintf(err, errcap, "%s", why ? why : "damaged archive member");
         return -1;
     }
@@ -385,8 +391,8 @@ static const char *fail_reason(struct archive *a, const ar_feed *feed, const cha
     /* When the bytes under the archive failed (a truncated .tar.gz), that is the cause; libarchive
      * would only say "Truncated input file". */
     const char *why = feed ? input_stream_error(feed->lower) : NULL;
-    if (!why && a)
-        why = archive_error_string(a);
+    if (!why && a && feed)
+        why = feed->al->error_string(a);
     return why ? why : fallback;
 }
 
@@ -406,29 +412,35 @@ static oomscan_status archive_fail(input_ctx *c, const char *member, struct arch
 static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const char *outer,
                                    const char *member, const char *comp, int layers, int adepth)
 {
-    ar_feed feed = {s, malloc(INPUT_BUF)};
-    struct archive *a = archive_read_new();
+    const archive_lib *al = archive_lib_get();
+    if (!al) {
+        char m[OOMSCAN_DIAG_MSG];
+        snprintf(m, sizeof m, "a %s archive, but %s", kind_name(k), archive_lib_error());
+        return archive_fail(c, member, NULL, NULL, OOMSCAN_ERR_FORMAT, m);
+    }
+    ar_feed feed = {s, malloc(INPUT_BUF), al};
+    struct archive *a = al->read_new();
     if (!feed.buf || !a) {
         free(feed.buf);
-        archive_read_free(a);
+        if (a)
+            al->read_free(a);
         return diag_set(c->diag, OOMSCAN_ERR_NOMEM, c->path, "out of memory");
     }
     /* Only the formats we sniff for: support_*_all would also bring formats (mtree, ...) that can
      * claim plain text. The compressions were peeled off before (open_codec). */
-    (void)k;
-    archive_read_support_format_tar(a);
-    archive_read_support_format_zip_streamable(a);
+    al->read_support_format_tar(a);
+    al->read_support_format_zip_streamable(a);
     const char *chain = comp;
 
     oomscan_status st = OOMSCAN_OK;
-    if (archive_read_open(a, &feed, NULL, feed_read, NULL) != ARCHIVE_OK) {
+    if (al->read_open(a, &feed, NULL, feed_read, NULL) != ARCHIVE_OK) {
         st = archive_fail(c, member, a, &feed, OOMSCAN_ERR_FORMAT, "unrecognized archive");
         goto end;
     }
     int retries = 0;
     while (!c->stopped) {
         struct archive_entry *e;
-        int r = archive_read_next_header(a, &e);
+        int r = al->read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r == ARCHIVE_RETRY || r == ARCHIVE_FAILED) {
@@ -454,14 +466,15 @@ static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const 
                         : diag_set(c->diag, OOMSCAN_ERR_LIMIT, c->path, "%s", m);
             break;
         }
-        int fmt = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+        int fmt = al->format(a) & ARCHIVE_FORMAT_BASE_MASK;
+        ar_member am = {a, al};
         input_stream ms;
-        stream_init(&ms, member_pull, a);
-        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e))
+        stream_init(&ms, member_pull, &am);
+        if (al->entry_filetype(e) != AE_IFREG || al->entry_hardlink(e))
             continue; /* directories, links, devices; a hard link's data came with its first name */
-        const char *name = archive_entry_pathname(e);
+        const char *name = al->entry_pathname(e);
         if (!name)
-            name = archive_entry_pathname_utf8(e);
+            name = al->entry_pathname_utf8(e);
         if (!name || !*name)
             continue;
         char arch[KIND_LEN], inner_outer[KIND_LEN], mname[NAME_LEN];
@@ -473,7 +486,7 @@ static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const 
             break;
     }
 end:
-    archive_read_free(a);
+    al->read_free(a);
     free(feed.buf);
     return st;
 }
