@@ -290,6 +290,63 @@ START_TEST(test_patterndb_lean_embedded_is_the_database_without_samples)
 }
 END_TEST
 
+/* The embedded database's regexes come compiled from the build (embedded_regex), each the regex its
+ * slot names (as pcre2_compile makes it from the source); a blob made for other regexes, or damaged,
+ * is refused whole and they are compiled, as with a user's extra pattern. */
+START_TEST(test_patterndb_embedded_regexes_come_from_the_build)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    ck_assert_uint_gt(embedded_regex_len, 0);
+    ck_assert_msg(db->regex_from_blob, "the serialized regexes were not used");
+    size_t checked = 0;
+    for (size_t i = 0; i < db->n_patterns; i++) {
+        const pdb_pattern *p = &db->patterns[i];
+        const pdb_regex *res[2] = {&p->re, p->n_lists ? &p->lists[0].re : NULL};
+        const char *srcs[2] = {p->regex_src, p->n_lists ? p->lists[0].src : NULL};
+        for (int k = 0; k < 2 && res[k]; k++) {
+            int err;
+            PCRE2_SIZE off;
+            pcre2_code *fresh = pcre2_compile((PCRE2_SPTR)srcs[k], PCRE2_ZERO_TERMINATED,
+                                              PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DUPNAMES, &err, &off, NULL);
+            ck_assert_ptr_nonnull(fresh);
+            static const uint32_t what[] = {PCRE2_INFO_SIZE, PCRE2_INFO_CAPTURECOUNT, PCRE2_INFO_NAMECOUNT};
+            for (size_t w = 0; w < 3; w++) {
+                size_t a = 0, b = 0; /* PCRE2_INFO_SIZE is a size_t, the others uint32_t: zeroed first */
+                pcre2_pattern_info(res[k]->code, what[w], &a);
+                pcre2_pattern_info(fresh, what[w], &b);
+                ck_assert_msg(a == b, "%s: regex %d differs from its source (info %u: %zu, %zu)", p->id, k, what[w], a, b);
+            }
+            pcre2_code_free(fresh);
+            checked++;
+        }
+    }
+    ck_assert_uint_gt(checked, db->n_patterns);
+    /* damaged or foreign blobs: refused, nothing changed */
+    unsigned char *copy = malloc(embedded_regex_len);
+    const pcre2_code *before = db->patterns[0].re.code;
+    static const size_t flip[] = {0, 8, 16, 24}; /* magic, fingerprint, count, size */
+    for (size_t f = 0; f < sizeof flip / sizeof *flip; f++) {
+        memcpy(copy, embedded_regex, embedded_regex_len);
+        copy[flip[f]] ^= 1;
+        ck_assert_int_eq(pdb_regexes_from_blob(db, copy, embedded_regex_len), 0);
+    }
+    ck_assert_int_eq(pdb_regexes_from_blob(db, embedded_regex, embedded_regex_len - 1), 0);
+    ck_assert_ptr_eq(db->patterns[0].re.code, before);
+    ck_assert_int_eq(pdb_regexes_from_blob(db, embedded_regex, embedded_regex_len), 1);
+    free(copy);
+    /* a user's pattern: other regexes, compiled here */
+    ck_assert_int_eq(load(db, "{\"format\":\"oomscan-patterns/1\",\"patterns\":[{\"id\":\"cuda_oom.mine\",\"class\":"
+                              "\"cuda_oom\",\"literals\":[\"my OOM\"],\"regex\":\"my OOM (?<n>\\\\d+)\"}]}", &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    ck_assert(!db->regex_from_blob);
+    ck_assert_ptr_nonnull(db->patterns[db->n_patterns - 1].re.code);
+    pdb_free(db);
+}
+END_TEST
+
 typedef struct {
     size_t n;
     uint64_t sum; /* order-sensitive digest of (literal, position) */
@@ -364,6 +421,7 @@ int main(void)
     tcase_add_test(tc, test_patterndb_embedded_database_is_healthy);
     tcase_add_test(tc, test_patterndb_xid_catalog_loads_checks_and_replaces);
     tcase_add_test(tc, test_patterndb_jit_waits_for_first_use);
+    tcase_add_test(tc, test_patterndb_embedded_regexes_come_from_the_build);
     tcase_add_test(tc, test_patterndb_checklist_steps_resolve_in_order);
     tcase_add_test(tc, test_patterndb_lean_embedded_is_the_database_without_samples);
     tcase_add_test(tc, test_patterndb_embedded_prefilter_is_loaded_and_agrees);

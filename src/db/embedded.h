@@ -24,4 +24,9 @@ extern const size_t embedded_count;
 extern const unsigned char embedded_prefilter[];
 extern const size_t embedded_prefilter_len;
 
+/* Every regex of the default database compiled at build time and serialized (pdb_regex_serialize);
+ * empty in a cross build. pdb_compile decodes it when it fits, else compiles. */
+extern const unsigned char embedded_regex[];
+extern const size_t embedded_regex_len;
+
 #endif

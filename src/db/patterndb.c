@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1115,6 +1116,137 @@ static oomscan_status add_config_literals(pdb *db, oomscan_diag *diag)
     return OOMSCAN_OK;
 }
 
+/* ---- the serialized regexes ---------------------------------------------------------------- */
+
+/* Every regex of the database in one fixed order, with what compiles it: the build-time tool
+ * serializes them in this order (pdb_regex_serialize) and pdb_compile takes them back in it. */
+typedef struct {
+    pdb_regex *re;
+    const char *src;
+    uint32_t extra; /* compile options beyond compile_one's own */
+} regex_ref;
+
+static regex_ref *regex_list(pdb *db, size_t *n)
+{
+    size_t cap = db->n_prefixes + db->n_versions;
+    for (size_t i = 0; i < db->n_patterns; i++)
+        cap += 1 + db->patterns[i].n_lists + db->patterns[i].n_conts;
+    regex_ref *l = malloc((cap ? cap : 1) * sizeof *l);
+    size_t k = 0;
+    for (size_t i = 0; l && i < db->n_patterns; i++) {
+        pdb_pattern *p = &db->patterns[i];
+        l[k++] = (regex_ref){&p->re, p->regex_src, 0};
+        for (size_t j = 0; j < p->n_lists; j++)
+            l[k++] = (regex_ref){&p->lists[j].re, p->lists[j].src, 0};
+        for (size_t j = 0; j < p->n_conts; j++)
+            l[k++] = (regex_ref){&p->conts[j].re, p->conts[j].src, 0};
+    }
+    for (size_t i = 0; l && i < db->n_prefixes; i++)
+        l[k++] = (regex_ref){&db->prefixes[i].re, db->prefixes[i].regex_src, db->prefixes[i].at_end ? 0 : PCRE2_ANCHORED};
+    for (size_t i = 0; l && i < db->n_versions; i++)
+        l[k++] = (regex_ref){&db->versions[i].re, db->versions[i].regex_src, 0};
+    *n = k;
+    return l;
+}
+
+#define REGEX_BLOB_MAGIC 0x3130584552534f4full /* "OOSREX01" */
+#define REGEX_BLOB_HEADER 32                    /* magic, fingerprint, count, PCRE2's bytes */
+
+static void put_u64(unsigned char *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+/* What the regexes are: their sources and options in order. A blob made for other regexes (a user's
+ * patterns folder, another version of the data) has another fingerprint and is not used. */
+static uint64_t regex_fingerprint(const regex_ref *l, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        for (const unsigned char *c = (const unsigned char *)l[i].src; *c; c++)
+            h = (h ^ *c) * 0x100000001b3ull;
+        for (int b = 0; b < 5; b++) /* the options, then a separator no source holds */
+            h = (h ^ (b < 4 ? (l[i].extra >> (8 * b)) & 0xff : 0x100)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+int pdb_regex_serialize(pdb *db, unsigned char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    size_t n;
+    regex_ref *l = regex_list(db, &n);
+    const pcre2_code **codes = malloc((n ? n : 1) * sizeof *codes);
+    int rc = -1;
+    for (size_t i = 0; l && codes && i < n; i++)
+        if (!(codes[i] = l[i].re->code))
+            goto end;
+    uint8_t *bytes = NULL;
+    PCRE2_SIZE size = 0;
+    if (!l || !codes || n == 0 || pcre2_serialize_encode(codes, (int32_t)n, &bytes, &size, NULL) != (int32_t)n)
+        goto end;
+    unsigned char *b = malloc(REGEX_BLOB_HEADER + size);
+    if (b) {
+        put_u64(b, REGEX_BLOB_MAGIC);
+        put_u64(b + 8, regex_fingerprint(l, n));
+        put_u64(b + 16, n);
+        put_u64(b + 24, size);
+        memcpy(b + REGEX_BLOB_HEADER, bytes, size);
+        *out = b;
+        *len = REGEX_BLOB_HEADER + size;
+        rc = 0;
+    }
+    pcre2_serialize_free(bytes);
+end:
+    free(codes);
+    free(l);
+    return rc;
+}
+
+/* Take every regex from `blob` (made at build time by pdb_regex_serialize) when it was made for
+ * exactly these regexes and this PCRE2 accepts it (its header checks the library's version and
+ * build); decoding is a copy where compiling was a sixth of start-up. All or nothing: 1 when every
+ * regex was taken, 0 when the blob does not fit (the caller then compiles them). No checksum, unlike
+ * the prefilter's: the blob is in the binary's own read-only data, whole if the code is. */
+static int regexes_from_blob(pdb *db, const unsigned char *blob, size_t len)
+{
+    if (len <= REGEX_BLOB_HEADER || get_u64(blob) != REGEX_BLOB_MAGIC)
+        return 0;
+    size_t n;
+    regex_ref *l = regex_list(db, &n);
+    pcre2_code **codes = NULL;
+    int ok = 0;
+    if (!l || n == 0 || get_u64(blob + 16) != n || get_u64(blob + 24) != len - REGEX_BLOB_HEADER ||
+        get_u64(blob + 8) != regex_fingerprint(l, n) ||
+        pcre2_serialize_get_number_of_codes(blob + REGEX_BLOB_HEADER) != (int32_t)n ||
+        !(codes = malloc(n * sizeof *codes)))
+        goto end;
+    if (pcre2_serialize_decode(codes, (int32_t)n, blob + REGEX_BLOB_HEADER, NULL) != (int32_t)n)
+        goto end;
+    for (size_t i = 0; i < n; i++) {
+        pcre2_code_free(l[i].re->code);
+        l[i].re->code = codes[i];
+        atomic_store(&l[i].re->jitted, 0);
+    }
+    ok = 1;
+end:
+    free(codes);
+    free(l);
+    return ok;
+}
+
+int pdb_regexes_from_blob(pdb *db, const unsigned char *blob, size_t len) { return regexes_from_blob(db, blob, len); }
+
 /* The traceback markers are fixed by Python's own output, not by the data files. */
 const char PDB_TRACEBACK_LITERAL[] = "Traceback (most recent call last)";
 const char PDB_FRAME_LITERAL[] = "File \"";
@@ -1128,9 +1260,11 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         return OOMSCAN_OK;
     oomscan_status st;
     db->max_captures = 0;
+    /* the embedded database's regexes were compiled at build time; any others are compiled here */
+    int taken = db->regex_from_blob = regexes_from_blob(db, embedded_regex, embedded_regex_len);
     for (size_t i = 0; i < db->n_patterns; i++) {
         pdb_pattern *p = &db->patterns[i];
-        if ((st = compile_one(p->regex_src, &p->re, p->file, p->id, 0, diag)))
+        if (!taken && (st = compile_one(p->regex_src, &p->re, p->file, p->id, 0, diag)))
             return st;
         uint32_t caps = 0;
         pcre2_pattern_info(p->re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
@@ -1138,18 +1272,22 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
             db->max_captures = caps + 1;
         for (size_t k = 0; k < p->n_lists; k++) {
             char where[300];
-            snprintf(where, sizeof where, "%s lists.%s", p->id, p->lists[k].key);
-            if ((st = compile_one(p->lists[k].src, &p->lists[k].re, p->file, where, 0, diag)))
-                return st;
+            if (!taken) {
+                snprintf(where, sizeof where, "%s lists.%s", p->id, p->lists[k].key);
+                if ((st = compile_one(p->lists[k].src, &p->lists[k].re, p->file, where, 0, diag)))
+                    return st;
+            }
             pcre2_pattern_info(p->lists[k].re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
             if (caps + 1 > db->max_captures)
                 db->max_captures = caps + 1;
         }
         for (size_t k = 0; k < p->n_conts; k++) {
             char where[300];
-            snprintf(where, sizeof where, "%s continuation.regex[%zu]", p->id, k);
-            if ((st = compile_one(p->conts[k].src, &p->conts[k].re, p->file, where, 0, diag)))
-                return st;
+            if (!taken) {
+                snprintf(where, sizeof where, "%s continuation.regex[%zu]", p->id, k);
+                if ((st = compile_one(p->conts[k].src, &p->conts[k].re, p->file, where, 0, diag)))
+                    return st;
+            }
             pcre2_pattern_info(p->conts[k].re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
             if (caps + 1 > db->max_captures)
                 db->max_captures = caps + 1;
@@ -1157,7 +1295,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
     }
     for (size_t i = 0; i < db->n_prefixes; i++) {
         pdb_prefix *p = &db->prefixes[i];
-        if ((st = compile_one(p->regex_src, &p->re, p->file, p->id, p->at_end ? 0 : PCRE2_ANCHORED, diag)))
+        if (!taken && (st = compile_one(p->regex_src, &p->re, p->file, p->id, p->at_end ? 0 : PCRE2_ANCHORED, diag)))
             return st;
         uint32_t caps = 0;
         pcre2_pattern_info(p->re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
@@ -1178,9 +1316,12 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
     for (size_t i = 0; i < db->n_versions; i++) {
         pdb_version_rule *r = &db->versions[i];
         char name[200];
-        pdb_version_rule_name(r, name, sizeof name);
-        if ((st = compile_one(r->regex_src, &r->re, r->file, name, 0, diag)) ||
-            (st = add_literal(db, r->literal, LIT_VERSION, i, diag)))
+        if (!taken) {
+            pdb_version_rule_name(r, name, sizeof name);
+            if ((st = compile_one(r->regex_src, &r->re, r->file, name, 0, diag)))
+                return st;
+        }
+        if ((st = add_literal(db, r->literal, LIT_VERSION, i, diag)))
             return st;
     }
     if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||

@@ -168,6 +168,7 @@ typedef struct pdb {
     size_t n_config_lits;
     prefilter *pf;
     uint32_t max_captures;
+    int regex_from_blob; /* pdb_compile took the regexes compiled at build time (embedded_regex) */
     int compiled;
     pthread_mutex_t jit_mu; /* serialises lazy JIT compiles (pdb_regex_code) between threads */
 } pdb;
@@ -199,6 +200,14 @@ oomscan_status pdb_load_dir(pdb *db, const char *dir, oomscan_diag *diag);
 
 /* Compile regexes and build the literal prefilter. Idempotent. */
 oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
+
+/* Every compiled regex of `db` serialized (PCRE2's own format, after a header naming these very
+ * regexes) into `*out` (malloc'd), for the build-time tool; 0, or -1 when not compiled or out of memory. */
+int pdb_regex_serialize(pdb *db, unsigned char **out, size_t *len);
+
+/* Tests: take the regexes from `blob` as pdb_compile does from the embedded one: 1 when it fits and
+ * every regex was taken, 0 (nothing changed) when not. */
+int pdb_regexes_from_blob(pdb *db, const unsigned char *blob, size_t len);
 
 /* `r`'s code, JIT-compiled first if this is its first use (thread-safe; a platform without JIT
  * keeps the interpreter). NULL when `r` was not compiled. */

@@ -1,19 +1,30 @@
-/* serialize.c - build-time tool: compiles the embedded database's literal prefilter with Vectorscan
- * and writes its serialized form (prefilter_serialize) to OUT, which embed.c then turns into C, so a
- * run loads the compiled set instead of compiling it (docs/performance.md, start-up). OUT is empty
- * when the prefilter runs the portable engine: every run then compiles, as before.
- * Usage: serialize OUT
- * Linked with the library's objects and no_prefilter.c (an empty blob), so the set it compiles is
- * exactly the one pdb_compile builds at run time. */
+/* serialize.c - build-time tool: compiles the embedded database and writes what a run would
+ * otherwise compile at every start, serialized, for embed.c to turn into C (docs/performance.md,
+ * start-up): the literal prefilter as Vectorscan's database (prefilter_serialize; the file is empty
+ * when the prefilter runs the portable engine) and every regex in PCRE2's serialized form
+ * (pdb_regex_serialize).
+ * Usage: serialize PREFILTER_OUT REGEX_OUT
+ * Linked with the library's objects and no_prefilter.c (empty blobs), so what it compiles is
+ * exactly what pdb_compile builds at run time. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "db/patterndb.h"
 
+static int write_blob(const char *path, const unsigned char *blob, size_t len)
+{
+    FILE *out = fopen(path, "wb");
+    if (!out || (len && fwrite(blob, 1, len, out) != len) || fclose(out) != 0) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: serialize OUT\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: serialize PREFILTER_OUT REGEX_OUT\n");
         return 2;
     }
     oomscan_diag diag = {0};
@@ -28,12 +39,15 @@ int main(int argc, char **argv)
     if (prefilter_serialize(db->pf, &blob, &len) != 0)
         fprintf(stderr, "serialize: the prefilter runs the %s engine; nothing to serialize\n",
                 prefilter_engine_name(db->pf));
-    FILE *out = fopen(argv[1], "wb");
-    int rc = 0;
-    if (!out || (len && fwrite(blob, 1, len, out) != len) || fclose(out) != 0) {
-        perror(argv[1]);
+    int rc = write_blob(argv[1], blob, len);
+    free(blob);
+    blob = NULL;
+    len = 0;
+    if (pdb_regex_serialize(db, &blob, &len) != 0) {
+        fprintf(stderr, "serialize: the regexes could not be serialized\n");
         rc = 1;
-    }
+    } else
+        rc |= write_blob(argv[2], blob, len);
     free(blob);
     pdb_free(db);
     return rc;
