@@ -18,7 +18,8 @@
                               * a pattern's "continuation" lines (at most PDB_CONT_MAX) */
 #define MAX_LINE_TARGETS CLASSIFY_MAX_TARGETS
 #define DEFERRED_CAP 1024   /* cheap lines whose timestamp is read only when a finding needs it */
-#define SPLIT_MIN (256u * 1024u) /* a region is split for the helper only from twice this size */
+#define SPLIT_MIN (128u * 1024u) /* a region is split for the helper only from twice this size: a gzip
+                                  * input's regions are 384-640 KiB (the read-ahead's blocks) */
 #define SPLIT_HITS 32768    /* hits the helper keeps for one half; past that the main thread goes on */
 
 /* The helper thread of a split scan (scanner_use_helper): it runs the prefilter over the second part
