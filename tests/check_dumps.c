@@ -119,6 +119,13 @@ START_TEST(test_dumps_sniff_tells_each_kind_by_content)
     ck_assert_int_eq(SNIFF("Epoch 1: loss 0.3\nEpoch 2: loss 0.2\n[ 12.5] not a kernel line? no: one of three\n"),
                      DUMP_NONE);
     ck_assert_int_eq(SNIFF("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"), DUMP_NONE);
+    /* oomscan's own output: an NDJSON record and the JSON document (cJSON's tab-indented form) */
+    ck_assert_int_eq(SNIFF("{\"id\":\"dbede415e621907a\",\"class\":\"host_oom_kill\",\"phase\":\"unknown\","
+                           "\"role\":\"root\",\"title\":\"Slurm step/job exceeded its memory limit\"}\n"),
+                     DUMP_OOMSCAN);
+    ck_assert_int_eq(SNIFF("{\n\t\"schema\":\t\"oomscan/1\",\n\t\"tool\":\t{\n"), DUMP_OOMSCAN);
+    /* a JSON log line that merely has an id is a log */
+    ck_assert_int_eq(SNIFF("{\"id\":\"42\",\"level\":\"error\",\"msg\":\"CUDA out of memory\"}\n"), DUMP_NONE);
 }
 END_TEST
 

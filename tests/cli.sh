@@ -152,5 +152,23 @@ grep -q 'actor.mb_spec.max_tokens_per_mb' "$t/areal.json" && ok || bad "AReaL: s
 "$oomscan" --explain cuda_oom-backward | grep -q '^## 1\.' && ok || bad "--explain: no steps"
 "$oomscan" --list-patterns | grep -q 'cuda_oom' && ok || bad "--list-patterns: no cuda_oom"
 
+# oomscan's own output beside the logs (an epilog spool, a saved report) is not read as a log: its
+# quoted evidence would make every failure twice; -v names it, and merge still reads it
+mkdir -p "$t/job"
+cp "$sample" "$t/job/rank0.err"
+"$oomscan" --format ndjson "$t/job" > "$t/job/oomscan.ndjson"
+"$oomscan" --format json "$t/job" > "$t/job/report.json"
+"$oomscan" --format json "$t/job/rank0.err" > "$t/one.json"
+"$oomscan" --format json "$t/job" > "$t/again.json"
+[ "$(nfind "$t/again.json")" = "$(nfind "$t/one.json")" ] && ok ||
+    bad "own output: $(nfind "$t/again.json") findings with the spool and report beside the log, want $(nfind "$t/one.json")"
+[ "$(grep -E '"occurrences"' "$t/again.json")" = "$(grep -E '"occurrences"' "$t/one.json")" ] && ok ||
+    bad "own output: occurrences counted from the spool and the report too"
+has "$t/again.json" container '"oomscan"' && ok || bad "own output: its container not said"
+"$oomscan" -v "$t/job" 2>&1 | tr '\n' ' ' | grep -q "oomscan.ndjson: ok, 0 lines.*oomscan's own output" && ok ||
+    bad "own output: -v does not say why oomscan.ndjson was not read"
+"$oomscan" merge --format json "$t/job/oomscan.ndjson" > "$t/merged.json"
+[ "$(nfind "$t/merged.json")" = "$(nfind "$t/one.json")" ] && ok || bad "own output: merge no longer reads it"
+
 echo "cli: $passes passed, $fails failed"
 [ $fails -eq 0 ]

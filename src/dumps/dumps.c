@@ -43,6 +43,12 @@ dump_kind dumps_sniff(const unsigned char *head, size_t n)
          * "collective_seq_id", or with "nccl_comm_state" / "pg_config" when it has no entries */
         if (has(p, m, "\"collective_seq_id\"") || has(p, m, "\"pg_config\""))
             return DUMP_FR_JSON;
+        /* oomscan's JSON document names its schema near the top; an NDJSON record opens with its id
+         * and states a role and a title, which no error file or flight recorder has */
+        if (has(p, m, "\"oomscan/") && has(p, m, "\"schema\""))
+            return DUMP_OOMSCAN;
+        if (m > 7 && memcmp(p, "{\"id\":\"", 7) == 0 && has(p, m, "\"role\":\"") && has(p, m, "\"title\":\""))
+            return DUMP_OOMSCAN;
         return DUMP_NONE;
     }
     /* text: look at the whole lines of the head */
@@ -89,6 +95,7 @@ const char *dumps_kind_name(dump_kind k)
     case DUMP_FR_JSON:
         return "flight_recorder";
     case DUMP_NONE:
+    case DUMP_OOMSCAN:
         break;
     }
     return NULL;

@@ -328,11 +328,15 @@ oomscan_status emit_text(const result *r, int color, int verbose, unsigned width
     for (size_t i = 0; i < r->scan.n_inputs; i++) {
         const input_record *in = &r->scan.inputs[i];
         size_t nf = count_at(byloc, r->n, in->path, in->member);
+        const char *why = in->error ? in->error
+                          : in->container && strcmp(in->container, "oomscan") == 0
+                              ? "oomscan's own output, not read as a log: oomscan merge reads it"
+                              : NULL;
         /* the reset before the newline: after it, a pager or the next line would show it */
         w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s%s\n", c_(&o, DIM), E(&o, in->path),
           in->member ? ":" : "", E(&o, in->member),
           in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error", (unsigned long long)in->lines,
-          (unsigned long long)in->bytes, nf, in->error ? " (" : "", E(&o, in->error), in->error ? ")" : "", c_(&o, RST));
+          (unsigned long long)in->bytes, nf, why ? " (" : "", E(&o, why), why ? ")" : "", c_(&o, RST));
     }
     free(byloc);
     if (o.n)

@@ -111,6 +111,14 @@ static oomscan_status scan_or_read_dump(scanner *sc, phase_state *ps, session_so
     dump_kind kind = dumps_sniff(head, sn.nhead);
     if (kind == DUMP_NONE)
         return scanner_run(sc, read_sniffed, &sn, &in->src, ps, story_sink(st), res, in->progress, in->progress_ud);
+    if (kind == DUMP_OOMSCAN) { /* read again, its quoted evidence would be every failure a second time */
+        char *c = strdup("oomscan");
+        if (!c)
+            return OOMSCAN_ERR_NOMEM;
+        free(rec->container);
+        rec->container = c;
+        return OOMSCAN_OK; /* nothing scanned: no bytes, no lines */
+    }
     if (!*in->dumps && !(*in->dumps = dumps_acc_new()))
         return OOMSCAN_ERR_NOMEM;
     sn.pos = sn.nhead; /* dumps_read is given the head itself */
