@@ -59,6 +59,36 @@ START_TEST(test_scan_join_does_not_take_the_next_lines_own_message)
 }
 END_TEST
 
+/* A pattern whose continuation is "required" is a failure only when a next line confirms it: NCCL's
+ * nvml WARN is fatal when NCCL's unwinding reaches init.cc after it (NVIDIA/nccl#1529), not when
+ * NCCL goes on (NVIDIA/nccl#1066). */
+START_TEST(test_scan_required_continuation_confirms_or_drops)
+{
+    static const char pats[] =
+        "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["
+        "{\"id\":\"nccl_error.test\",\"class\":\"nccl_error\",\"literals\":[\"NCCL WARN nvml\"],"
+        " \"regex\":\"NCCL WARN nvml\",\"continuation\":{\"lines\":3,\"regex\":[\"init\\\\.cc:[0-9]+ -> (?<nccl_result>[0-9]+)\"],"
+        " \"required\":true}}]}";
+    const char *alone = "h:1:2 [0] misc/nvmlwrap.cc:181 NCCL WARN nvml failed: Not Found\n"
+                        "h:1:2 [0] NCCL INFO Setting affinity for GPU 0 to 03ffff\n";
+    const char *fatal = "h:1:2 [0] misc/nvmlwrap.cc:187 NCCL WARN nvml failed: Not Found\n"
+                        "h:1:2 [0] NCCL INFO graph/xml.cc:850 -> 2\n"
+                        "h:1:2 [0] NCCL INFO init.cc:1012 -> 2\n";
+    for (int k = 0; k < 2; k++) {
+        pdb *db = pdb_new();
+        oomscan_diag d = {0};
+        ck_assert_int_eq(pdb_load_text(db, "test.json", pats, sizeof pats - 1, &d), OOMSCAN_OK);
+        ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+        const char *text = k ? fatal : alone;
+        run_out o = scan_text(db, text, strlen(text), 0, 0);
+        ck_assert_uint_eq(o.st->n, (size_t)k);
+        if (k)
+            ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o.st->f[0].memory, "nccl_result")), 2);
+        done(&o);
+    }
+}
+END_TEST
+
 /* One invalid byte in a kernel OOM line (a process name with a stray Latin-1 byte): the finding is
  * kept, with its values, the byte shown as '?'. PCRE2_MATCH_INVALID_UTF let no match cross it. */
 START_TEST(test_scan_invalid_utf8_byte_keeps_kernel_oom)
@@ -663,6 +693,7 @@ int main(void)
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_join_does_not_take_the_next_lines_own_message);
+    tcase_add_test(tc, test_scan_required_continuation_confirms_or_drops);
     tcase_add_test(tc, test_scan_names_from_ray_session);
     tcase_add_test(tc, test_scan_feeds_any_sink);
     tcase_add_test(tc, test_scan_line_bounds_match_scalar);

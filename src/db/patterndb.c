@@ -274,6 +274,7 @@ static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *
                             "%s: \"continuation\" needs \"lines\" (1 to %d) and a non-empty \"regex\" array", id,
                             PDB_CONT_MAX);
         p->cont_lines = (int)nl->valuedouble;
+        p->cont_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cont, "required"));
         p->conts = calloc((size_t)cJSON_GetArraySize(res), sizeof *p->conts);
         if (!p->conts)
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");

@@ -56,6 +56,8 @@ typedef struct {
     pdb_list *conts;
     size_t n_conts;
     int cont_lines;
+    int cont_required; /* "required": the match stands only when a continuation regex gave a value
+                        * (NCCL's nvml WARN is fatal only when NCCL unwinds its error after it) */
     cJSON *samples; /* the "samples" object, kept for --check-patterns */
     pdb_regex re;
 } pdb_pattern;

@@ -396,9 +396,10 @@ static long pick_pattern(classifier *c, const scan_view *v, const line_info *li,
 
 /* The values of pattern pi's match on text (matcher_try must have just matched it there; its span
  * goes to *ms, *me), plus those its "continuation" regexes read on the lines after the line (Ray's
- * ActorDiedError pid/ip, srun's step id; all kept in the buffer). NULL when out of memory. */
+ * ActorDiedError pid/ip, srun's step id; all kept in the buffer); *added counts the latter. NULL when
+ * out of memory. */
 static cJSON *pattern_values(classifier *c, const scan_view *v, const line_info *li, long pi, const char *text,
-                             size_t text_len, size_t *ms, size_t *me)
+                             size_t text_len, size_t *ms, size_t *me, int *added)
 {
     const pdb_pattern *p = &c->db->patterns[pi];
     cJSON *mem = cJSON_CreateObject();
@@ -408,11 +409,15 @@ static cJSON *pattern_values(classifier *c, const scan_view *v, const line_info 
     }
     matcher_span(c->m, ms, me); /* before the continuation regexes clobber the match */
     size_t cs, ce, cend = li->end;
-    for (int k = 0; k < p->cont_lines && lines_next(v->buf, v->len, cend, &cs, &ce); k++, cend = ce)
-        if (matcher_continuation(c->m, (size_t)pi, (const char *)v->buf + cs, ce - cs, mem) < 0) {
+    *added = 0;
+    for (int k = 0; k < p->cont_lines && lines_next(v->buf, v->len, cend, &cs, &ce); k++, cend = ce) {
+        int n = matcher_continuation(c->m, (size_t)pi, (const char *)v->buf + cs, ce - cs, mem);
+        if (n < 0) {
             cJSON_Delete(mem);
             return NULL;
         }
+        *added += n;
+    }
     return mem;
 }
 
@@ -494,9 +499,14 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
 {
     const pdb_pattern *p = &c->db->patterns[pi];
     size_t ms, me;
-    cJSON *mem = pattern_values(c, v, li, pi, text, text_len, &ms, &me);
+    int added;
+    cJSON *mem = pattern_values(c, v, li, pi, text, text_len, &ms, &me, &added);
     if (!mem)
         return OOMSCAN_ERR_NOMEM;
+    if (p->cont_required && added == 0) { /* the lines after it do not confirm it: not a failure */
+        cJSON_Delete(mem);
+        return OOMSCAN_OK;
+    }
     /* text may live in c->join, which the next pick could overwrite: copy the evidence now */
     size_t ev_len = lines_sanitize(text, text_len, c->evid, EVIDENCE_CAP);
     char match_buf[256];
