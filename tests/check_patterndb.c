@@ -240,7 +240,8 @@ START_TEST(test_patterndb_checklist_steps_resolve_in_order)
 END_TEST
 
 /* A scan loads the embedded files lean (no samples, no whitespace): the same database but for the
- * samples, which only --check-patterns runs; the same literals, so the serialized prefilter fits. */
+ * samples, which only --check-patterns runs; the same literals, so the serialized prefilter fits;
+ * the advice files (checklists, steps, conclusions) parsed at their first use. */
 START_TEST(test_patterndb_lean_embedded_is_the_database_without_samples)
 {
     for (size_t i = 0; i < embedded_count; i++) {
@@ -275,6 +276,11 @@ START_TEST(test_patterndb_lean_embedded_is_the_database_without_samples)
         ck_assert_str_eq(lean->literals[i].text, full->literals[i].text);
         ck_assert_uint_eq(lean->literals[i].n_targets, full->literals[i].n_targets);
     }
+    /* the advice files wait for their first use; the settings they name are literals already (above) */
+    ck_assert_int_eq(atomic_load(&lean->advice_pending), 1);
+    ck_assert_uint_eq(lean->n_checklists, 0);
+    ck_assert_ptr_nonnull(pdb_checklist_by_id(lean, "cuda_oom-backward"));
+    ck_assert_int_eq(atomic_load(&lean->advice_pending), 0);
     ck_assert_uint_eq(lean->n_checklists, full->n_checklists);
     for (size_t i = 0; i < full->n_checklists; i++) {
         char *a = cJSON_PrintUnformatted(full->checklists[i].json), *b = cJSON_PrintUnformatted(lean->checklists[i].json);
@@ -285,7 +291,19 @@ START_TEST(test_patterndb_lean_embedded_is_the_database_without_samples)
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     ck_assert_msg(prefilter_from_blob(lean->pf), "the lean database did not use the serialized prefilter");
 #endif
+    ck_assert_ptr_nonnull(pdb_conclusions(lean));
     pdb_free(full);
+    pdb_free(lean);
+    /* a user's file after a lean load: the advice files come first, and the user's step replaces
+     * theirs, as after a full load */
+    lean = pdb_new();
+    ck_assert_int_eq(pdb_load_embedded_lean(lean, &d), OOMSCAN_OK);
+    ck_assert_int_eq(load(lean, "{\"format\":\"oomscan-steps/1\",\"steps\":[{\"id\":\"micro_batch\",\"do\":\"MINE\"}]}", &d),
+                     OOMSCAN_OK);
+    ck_assert_int_eq(atomic_load(&lean->advice_pending), 0);
+    ck_assert_int_eq(pdb_compile(lean, &d), OOMSCAN_OK);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(lean->steps, "micro_batch"), "do")->valuestring,
+                     "MINE");
     pdb_free(lean);
 }
 END_TEST

@@ -65,7 +65,7 @@ static void render(const char *tmpl, const vars *v, char *out, size_t cap)
 /* Adds conclusion `id` of the data, worded with `v`. */
 static void conclude(const pdb *db, cJSON *arr, const char *id, const vars *v)
 {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(db->conclusions, id);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(pdb_conclusions(db), id);
     const cJSON *what = cJSON_GetObjectItemCaseSensitive(c, "what"), *ar = cJSON_GetObjectItemCaseSensitive(c, "arithmetic");
     if (!cJSON_IsString(what))
         return; /* a user's data folder that drops a conclusion drops it from the report */
@@ -345,7 +345,7 @@ cJSON *diagnosis_json(const pdb *db, const finding *f, const config_view *cfg, c
 
 int diagnosis_says(const pdb *db, const char *id, const char *key, const char *premise)
 {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(db->conclusions, id);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(pdb_conclusions(db), id);
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(c, key))
     if (cJSON_IsString(p) && strcmp(p->valuestring, premise) == 0)

@@ -29,4 +29,10 @@ extern const size_t embedded_prefilter_len;
 extern const unsigned char embedded_regex[];
 extern const size_t embedded_regex_len;
 
+/* The settings the embedded checklists name, as prefilter literals (pdb_config_serialize), each
+ * NUL-terminated: a lean load reads them here and parses the checklists only when advice is asked
+ * for. Empty in a cross build (then nothing waits). */
+extern const unsigned char embedded_config[];
+extern const size_t embedded_config_len;
+
 #endif

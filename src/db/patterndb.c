@@ -796,7 +796,8 @@ static oomscan_status resolve_checklists(pdb *db, oomscan_diag *diag)
     return OOMSCAN_OK;
 }
 
-oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t len, oomscan_diag *diag)
+/* One document into the database (pdb_load_text without its bookkeeping). */
+static oomscan_status load_doc(pdb *db, const char *file, const char *text, size_t len, oomscan_diag *diag)
 {
     cJSON *doc = cJSON_ParseWithLength(text, len);
     if (!doc) {
@@ -809,12 +810,6 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
     }
     const char *format = jstr(doc, "format");
     oomscan_status st;
-    db->compiled = 0;
-    /* resolved steps refer to the library and the checklists this document may replace */
-    for (size_t i = 0; i < db->n_checklists; i++) {
-        cJSON_Delete(db->checklists[i].json);
-        db->checklists[i].json = NULL;
-    }
     if (!format)
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "no \"format\" key");
     else if (strcmp(format, "oomscan-patterns/1") == 0)
@@ -842,18 +837,95 @@ oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t
     return st;
 }
 
+/* The embedded files under remediation/ (checklists, the step library, the diagnosis wording): only
+ * a finding's advice reads them. */
+static int is_advice_file(const embedded_file *f) { return strncmp(f->name, "remediation/", 12) == 0; }
+
+static oomscan_status load_embedded_file(pdb *db, const embedded_file *f, int lean, oomscan_diag *diag)
+{
+    char name[300];
+    snprintf(name, sizeof name, "patterns/%s", f->name);
+    return load_doc(db, name, lean ? f->lean : f->data, lean ? f->lean_len : f->len, diag);
+}
+
+/* The advice files a lean load left for later, now. */
+static oomscan_status load_advice_files(pdb *db, oomscan_diag *diag)
+{
+    for (size_t i = 0; i < embedded_count; i++)
+        if (is_advice_file(&embedded_files[i])) {
+            oomscan_status st = load_embedded_file(db, &embedded_files[i], 1, diag);
+            if (st)
+                return st;
+        }
+    return OOMSCAN_OK;
+}
+
+/* Before loading more: what a lean load left for later comes first (a document may replace one of
+ * its steps or checklists), and resolved steps go (they refer to what may be replaced). */
+static oomscan_status begin_load(pdb *db, oomscan_diag *diag)
+{
+    if (atomic_load(&db->advice_pending)) {
+        oomscan_status st = load_advice_files(db, diag);
+        if (st)
+            return st;
+        atomic_store(&db->advice_pending, 0);
+    }
+    db->compiled = 0;
+    for (size_t i = 0; i < db->n_checklists; i++) {
+        cJSON_Delete(db->checklists[i].json);
+        db->checklists[i].json = NULL;
+    }
+    return OOMSCAN_OK;
+}
+
+oomscan_status pdb_load_text(pdb *db, const char *file, const char *text, size_t len, oomscan_diag *diag)
+{
+    oomscan_status st = begin_load(db, diag);
+    return st ? st : load_doc(db, file, text, len, diag);
+}
+
 static oomscan_status load_embedded(pdb *db, int lean, oomscan_diag *diag)
 {
+    oomscan_status bst = begin_load(db, diag);
+    if (bst)
+        return bst;
+    /* Lean, the advice files wait for their first use (pdb_load_advice): a scan without findings
+     * never parses them, half of the data. The settings they name are literals of the prefilter,
+     * needed at once: the build wrote them out (embedded_config). */
+    int defer = lean && embedded_config_len > 0 && db->n_patterns == 0 && db->n_checklists == 0;
     for (size_t i = 0; i < embedded_count; i++) {
-        const embedded_file *f = &embedded_files[i];
-        char name[300];
-        snprintf(name, sizeof name, "patterns/%s", f->name);
-        oomscan_status st =
-            pdb_load_text(db, name, lean ? f->lean : f->data, lean ? f->lean_len : f->len, diag);
+        if (defer && is_advice_file(&embedded_files[i]))
+            continue;
+        oomscan_status st = load_embedded_file(db, &embedded_files[i], lean, diag);
         if (st)
             return st;
     }
+    if (defer)
+        atomic_store(&db->advice_pending, 1);
     return OOMSCAN_OK;
+}
+
+void pdb_load_advice(const pdb *cdb)
+{
+    pdb *db = (pdb *)cdb; /* the advice is part of the database, read as if it had been there */
+    if (!atomic_load_explicit(&db->advice_pending, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&db->jit_mu);
+    if (atomic_load_explicit(&db->advice_pending, memory_order_relaxed)) {
+        /* The embedded files were checked when built; only memory can fail here, and then the
+         * advice is what loaded. */
+        oomscan_diag d = {0};
+        if (load_advice_files(db, &d) == OOMSCAN_OK && db->compiled)
+            (void)resolve_checklists(db, &d);
+        atomic_store_explicit(&db->advice_pending, 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&db->jit_mu);
+}
+
+const cJSON *pdb_conclusions(const pdb *db)
+{
+    pdb_load_advice(db);
+    return db->conclusions;
 }
 
 oomscan_status pdb_load_embedded(pdb *db, oomscan_diag *diag) { return load_embedded(db, 0, diag); }
@@ -1246,6 +1318,23 @@ end:
     return ok;
 }
 
+int pdb_config_serialize(const pdb *db, unsigned char **out, size_t *len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < db->n_config_lits; i++)
+        n += strlen(db->config_lits[i]) + 1;
+    *len = n;
+    if (!(*out = malloc(n ? n : 1)))
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < db->n_config_lits; i++) {
+        size_t l = strlen(db->config_lits[i]) + 1;
+        memcpy(*out + n, db->config_lits[i], l);
+        n += l;
+    }
+    return 0;
+}
+
 int pdb_regexes_from_blob(pdb *db, const unsigned char *blob, size_t len) { return regexes_from_blob(db, blob, len); }
 
 /* The traceback markers are fixed by Python's own output, not by the data files. */
@@ -1327,8 +1416,13 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
     }
     if ((st = add_literal(db, PDB_TRACEBACK_LITERAL, LIT_TRACEBACK, 0, diag)) ||
         (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
-        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)) || (st = resolve_checklists(db, diag)) ||
-        (st = add_config_literals(db, diag)))
+        (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)))
+        return st;
+    if (atomic_load(&db->advice_pending)) { /* the settings the embedded checklists name, as built */
+        for (size_t at = 0; at < embedded_config_len; at += strlen((const char *)embedded_config + at) + 1)
+            if ((st = add_config_literal(db, (const char *)embedded_config + at, diag)))
+                return st;
+    } else if ((st = resolve_checklists(db, diag)) || (st = add_config_literals(db, diag)))
         return st;
     const char **texts = malloc(db->n_literals * sizeof *texts);
     if (!texts)
@@ -1360,6 +1454,7 @@ static int applies_to(const pdb_checklist *c, tax_class cls, const char *phase)
 
 const pdb_checklist *pdb_checklist_for(const pdb *db, tax_class cls, tax_phase phase)
 {
+    pdb_load_advice(db);
     for (size_t i = 0; i < db->n_checklists; i++)
         if (applies_to(&db->checklists[i], cls, tax_phase_name(phase)))
             return &db->checklists[i];
@@ -1371,6 +1466,7 @@ const pdb_checklist *pdb_checklist_for(const pdb *db, tax_class cls, tax_phase p
 
 const pdb_checklist *pdb_checklist_by_id(const pdb *db, const char *id)
 {
+    pdb_load_advice(db);
     for (size_t i = 0; i < db->n_checklists; i++)
         if (strcmp(db->checklists[i].id, id) == 0)
             return &db->checklists[i];

@@ -171,6 +171,9 @@ typedef struct pdb {
     prefilter *pf;
     uint32_t max_captures;
     int regex_from_blob; /* pdb_compile took the regexes compiled at build time (embedded_regex) */
+    /* 1 while the embedded advice files (checklists, steps, conclusions) wait for their first use:
+     * pdb_load_advice, called by every lookup of them below */
+    atomic_int advice_pending;
     int compiled;
     pthread_mutex_t jit_mu; /* serialises lazy JIT compiles (pdb_regex_code) between threads */
 } pdb;
@@ -202,6 +205,16 @@ oomscan_status pdb_load_dir(pdb *db, const char *dir, oomscan_diag *diag);
 
 /* Compile regexes and build the literal prefilter. Idempotent. */
 oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
+
+/* The advice data (checklists, steps, conclusions) loaded if a lean load left it for its first use;
+ * thread-safe. pdb_checklist_for, pdb_checklist_by_id and pdb_conclusions call it; a reader of the
+ * fields calls it first. */
+void pdb_load_advice(const pdb *db);
+const cJSON *pdb_conclusions(const pdb *db);
+
+/* The settings literals of a compiled `db` (config_lits), each NUL-terminated, into `*out`
+ * (malloc'd), for the build-time tool (embedded_config); 0, or -1 when out of memory. */
+int pdb_config_serialize(const pdb *db, unsigned char **out, size_t *len);
 
 /* Every compiled regex of `db` serialized (PCRE2's own format, after a header naming these very
  * regexes) into `*out` (malloc'd), for the build-time tool; 0, or -1 when not compiled or out of memory. */

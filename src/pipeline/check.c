@@ -540,6 +540,7 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
 size_t oomscan_db_check(const oomscan_db *odb, oomscan_check_fn fn, void *ud, size_t *samples_run)
 {
     const pdb *db = odb->p;
+    pdb_load_advice(db);
     checker c = {fn, ud, 0, db, NULL, NULL, NULL, NULL};
     size_t runs = 0;
     c.m = db->compiled ? matcher_new(db) : NULL;

@@ -78,8 +78,17 @@ void oomscan_db_pattern_info(const oomscan_db *db, size_t i, oomscan_pattern_inf
     out->n_literals = p->n_literals;
 }
 
-size_t oomscan_db_checklist_count(const oomscan_db *db) { return db->p->n_checklists; }
-const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i) { return db->p->checklists[i].id; }
+size_t oomscan_db_checklist_count(const oomscan_db *db)
+{
+    pdb_load_advice(db->p);
+    return db->p->n_checklists;
+}
+
+const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i)
+{
+    pdb_load_advice(db->p);
+    return db->p->checklists[i].id;
+}
 
 const char *oomscan_gzip_backend(void) { return input_gzip_backend(); }
 

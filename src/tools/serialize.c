@@ -2,8 +2,9 @@
  * otherwise compile at every start, serialized, for embed.c to turn into C (docs/performance.md,
  * start-up): the literal prefilter as Vectorscan's database (prefilter_serialize; the file is empty
  * when the prefilter runs the portable engine) and every regex in PCRE2's serialized form
- * (pdb_regex_serialize).
- * Usage: serialize PREFILTER_OUT REGEX_OUT
+ * (pdb_regex_serialize); and the settings the checklists name, so that a scan parses the
+ * checklists only for advice (pdb_config_serialize).
+ * Usage: serialize PREFILTER_OUT REGEX_OUT CONFIG_OUT
  * Linked with the library's objects and no_prefilter.c (empty blobs), so what it compiles is
  * exactly what pdb_compile builds at run time. */
 #include <stdio.h>
@@ -23,8 +24,8 @@ static int write_blob(const char *path, const unsigned char *blob, size_t len)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: serialize PREFILTER_OUT REGEX_OUT\n");
+    if (argc != 4) {
+        fprintf(stderr, "usage: serialize PREFILTER_OUT REGEX_OUT CONFIG_OUT\n");
         return 2;
     }
     oomscan_diag diag = {0};
@@ -48,6 +49,13 @@ int main(int argc, char **argv)
         rc = 1;
     } else
         rc |= write_blob(argv[2], blob, len);
+    free(blob);
+    blob = NULL;
+    if (pdb_config_serialize(db, &blob, &len) != 0) {
+        fprintf(stderr, "serialize: out of memory\n");
+        rc = 1;
+    } else
+        rc |= write_blob(argv[3], blob, len);
     free(blob);
     pdb_free(db);
     return rc;
