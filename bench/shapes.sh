@@ -114,6 +114,32 @@ row() {
   rm -f "$tmp"/?.t
 }
 
+# startup_row: an empty file, where /usr/bin/time's 10 ms steps are the whole answer: each command run
+# 20 times in a row, timed as a batch (bash's EPOCHREALTIME), in 10 interleaved rounds; the median
+# batch over 20 is the time of one start (the shell's fork and exec included, alike for every tool).
+startup_row() {
+  local e="$data/empty.log" r lab t0 t1 n=20
+  local -A cmd=([o]="$oomscan --format json $e" [g]="grep -E -f $anchors $e")
+  [ -n "$before" ] && cmd[b]="$before --format json $e"
+  [ -n "$ugrep_bin" ] && cmd[u]="$ugrep_bin -E -f $anchors $e"
+  for r in $(seq 10); do
+    for lab in o b g u; do
+      [ -n "${cmd[$lab]:-}" ] || continue
+      t0=$EPOCHREALTIME
+      for _ in $(seq $n); do ${cmd[$lab]} >/dev/null 2>&1 || true; done
+      t1=$EPOCHREALTIME
+      awk -v a="$t0" -v b="$t1" -v n=$n 'BEGIN{printf "%.5f 0\n", (b - a) / n}' >>"$tmp/$lab.t"
+    done
+  done
+  "$timebin" -f "%e %M" -o "$tmp/one" $oomscan --format json "$e" >"$tmp/o.out" 2>/dev/null || true
+  local o g u="-" b="-" br="-"
+  o=$(secs o); g=$(secs g)
+  [ -n "$ugrep_bin" ] && u=$(secs u)
+  if [ -n "$before" ]; then b=$(secs b); br=$(ratio "$b" "$g"); fi
+  echo "| empty file (start-up, 200 starts each) | $br | $(ratio "$o" "$g") | $(ratio "$o" "$u") | $b | $o | $g | $u | $(awk '{printf "%.0f", $2/1024}' "$tmp/one") | $(found o)/0 |"
+  rm -f "$tmp"/?.t
+}
+
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "oomscan: $oomscan ($("$oomscan" --version))${before:+; before: $before}"
 echo "yardsticks: $(grep --version | head -n1)${ugrep_bin:+; $(ugrep --version | head -n1 | cut -d' ' -f1-2)}"
@@ -126,6 +152,6 @@ for shape in metrics nccl settings; do
   row "$mb MiB $shape" 1 "$f" -- -E -f "$anchors" "$f"
 done
 row "$nranks rank files of 64 KiB (grep -r)" 1 "$ranks" -- -r -E -f "$anchors" "$ranks"
-row "empty file (start-up)" 0 "$data/empty.log" -- -E -f "$anchors" "$data/empty.log"
+startup_row
 [ "$njobs" -gt 0 ] && row "$njobs small job logs (grep -r)" "$njobs" "$jobs" -- -r -E -f "$anchors" "$jobs"
 exit 0
