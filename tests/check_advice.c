@@ -279,6 +279,25 @@ START_TEST(test_advice_settings_echoed_before_a_finding_whatever_the_buffers)
                      "(main_task pid=8918) 'rollout': {'gpu_memory_utilization': 0.%u,\n"
                      "(main_task pid=8918) 'log_prob_micro_batch_size_per_gpu': %u}}}\n",
                      v, 3 + k % 5, v * 2);
+        else if (k % 13 == 0)
+            /* verl's config printed as YAML through Ray: the keys that enclose a setting are the
+             * "key:" lines above it with less indentation after the prefix */
+            snprintf(buf, sizeof buf,
+                     "(TaskRunner pid=2291) critic:\n"
+                     "(TaskRunner pid=2291)   optim:\n"
+                     "(TaskRunner pid=2291)     lr: 1e-05\n"
+                     "(TaskRunner pid=2291)   ppo_micro_batch_size_per_gpu: %u\n"
+                     "(TaskRunner pid=2291)   model:\n"
+                     "(TaskRunner pid=2291)     path: ~/models/Qwen2.5-3B\n"
+                     "(TaskRunner pid=2291)     enable_gradient_checkpointing: %s\n"
+                     "(TaskRunner pid=2291)     fsdp_config:\n"
+                     "(TaskRunner pid=2291)       param_offload: %s\n"
+                     "(TaskRunner pid=2291)   # the critic's own loader\n"
+                     "(TaskRunner pid=2291)\n"
+                     "(TaskRunner pid=2291)   ppo_max_token_len_per_gpu: %u\n"
+                     "(TaskRunner pid=2291) trainer:\n"
+                     "(TaskRunner pid=2291)   gpu_memory_utilization: 0.%u\n",
+                     v, k % 2 ? "true" : "false", k % 3 ? "false" : "true", v * 2048, 4 + k % 5);
         else if (k % 53 == 0)
             snprintf(buf, sizeof buf,
                      "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%u \\\n"
@@ -327,6 +346,11 @@ START_TEST(test_advice_settings_echoed_before_a_finding_whatever_the_buffers)
             HAS(set, "actor_rollout_ref.model.enable_gradient_checkpointing=");
             HAS(set, "max_tokens_per_gpu=");
             HAS(set, "\nmicro_batch_size=");
+            HAS(set, "critic.ppo_micro_batch_size_per_gpu=");
+            HAS(set, "critic.model.enable_gradient_checkpointing=");
+            HAS(set, "critic.model.fsdp_config.param_offload=");
+            HAS(set, "critic.ppo_max_token_len_per_gpu=");
+            HAS(set, "trainer.gpu_memory_utilization=");
             HAS(set, "\ngradient_accumulation_steps=");
             HAS(adv, "->");
         } else {

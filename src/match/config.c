@@ -17,7 +17,6 @@
 #define MIN_LEAF 10  /* shorter key names ("stage", "backend") are too common to scan for */
 #define VALUE_CAP 200
 #define COMP_CAP 96
-#define YAML_BACK_LINES 4000
 
 typedef struct {
     char c[CONFIG_MAX_COMPONENTS][COMP_CAP];
@@ -396,6 +395,15 @@ struct config_tracker {
     struct {
         char key[COMP_CAP]; /* "" for a bracket with no key before it (a dump's outermost) */
     } open[CONFIG_TRACK_DEPTH];
+    /* The YAML block the scan is in: the lines still open above the scan position, by indentation
+     * measured after a prefix of ylen bytes (a hit with another prefix is not in this block). Each is
+     * a "key:" line or, with key "", a line of another kind, which ends the chain of enclosing keys. */
+    size_t ylen, yn;
+    int ymid; /* the scan position is inside a line (a line cut at the buffer's cap): skip to its end */
+    struct {
+        size_t col;
+        char key[COMP_CAP];
+    } y[CONFIG_TRACK_DEPTH];
 };
 
 config_tracker *config_tracker_new(void) { return calloc(1, sizeof(config_tracker)); }
@@ -406,6 +414,8 @@ void config_tracker_reset(config_tracker *t)
 {
     t->valid = 0;
     t->n = t->deep = 0;
+    t->yn = 0;
+    t->ymid = 0;
 }
 
 /* Count the brackets of buf[from..to) into the tracker: an opening one is remembered with its key,
@@ -457,6 +467,146 @@ static void track(config_tracker *t, const char *b, size_t from, size_t to)
     }
 }
 
+/* The key of a YAML "key:" line (nothing after the colon but a comment) whose key starts at b[k], the
+ * line ending at b[e]: its length, 0 when the line is not one. */
+static size_t yaml_opener(const char *b, size_t k, size_t e)
+{
+    size_t ke = k;
+    while (ke < e && (ident(b[ke]) || b[ke] == '-' || b[ke] == '.'))
+        ke++;
+    size_t r = ke;
+    while (r < e && b[r] == ' ')
+        r++;
+    if (ke == k || r == e || b[r] != ':')
+        return 0;
+    r++;
+    while (r < e && b[r] == ' ')
+        r++;
+    return r == e || b[r] == '#' ? ke - k : 0;
+}
+
+static void yaml_push(config_tracker *t, size_t col, const char *key, size_t kl)
+{
+    if (t->yn == CONFIG_TRACK_DEPTH)
+        return;
+    if (kl >= COMP_CAP)
+        kl = COMP_CAP - 1;
+    t->y[t->yn].col = col;
+    memcpy(t->y[t->yn].key, key, kl);
+    t->y[t->yn].key[kl] = '\0';
+    t->yn++;
+}
+
+/* The complete line b[s..e) (e at its '\n') passes. In a block, it closes the lines indented as deep
+ * or deeper and opens itself; out of one, only a "key:" line matters: it starts a block, the bytes
+ * before its indentation being the block's prefix (what a hit in the block has before its own). */
+static void yaml_line(config_tracker *t, const char *b, size_t s, size_t e)
+{
+    if (e > s && b[e - 1] == '\r')
+        e--;
+    if (t->yn) {
+        if (e - s <= t->ylen)
+            return;
+        size_t k = s + t->ylen;
+        while (k < e && b[k] == ' ')
+            k++;
+        if (k == e || b[k] == '#')
+            return;
+        size_t kc = k - s;
+        while (t->yn && t->y[t->yn - 1].col >= kc)
+            t->yn--;
+        if (t->yn) {
+            yaml_push(t, kc, b + k, yaml_opener(b, k, e));
+            return;
+        }
+    }
+    size_t c = e;
+    while (c > s && b[c - 1] == ' ')
+        c--;
+    if (c == s)
+        return;
+    if (b[c - 1] != ':') { /* "key:  # comment" */
+        const char *h = memchr(b + s, '#', c - s);
+        if (!h)
+            return;
+        c = (size_t)(h - b);
+        while (c > s && b[c - 1] == ' ')
+            c--;
+        if (c == s || b[c - 1] != ':')
+            return;
+    }
+    size_t ke = c - 1;
+    while (ke > s && b[ke - 1] == ' ')
+        ke--;
+    size_t ks = ke;
+    while (ks > s && (ident(b[ks - 1]) || b[ks - 1] == '-' || b[ks - 1] == '.'))
+        ks--;
+    if (ks == ke || (ks > s && b[ks - 1] != ' '))
+        return;
+    size_t ws = ks;
+    while (ws > s && b[ws - 1] == ' ')
+        ws--;
+    t->ylen = ws - s;
+    yaml_push(t, ks - s, b + ks, ke - ks);
+}
+
+/* The first byte at or after b[i] (before `to`) of a line that may open a YAML block: a ':' or a space
+ * that ends its line, or a '#' ("key:  # comment"); `to` when none. Out of a block the lines are
+ * skipped 16 bytes at a time: a log that only echoes settings does no work per line here. */
+static size_t yaml_candidate(const char *b, size_t i, size_t to)
+{
+#if defined(__SSE2__)
+    for (; i + 17 <= to; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(b + i)), n = _mm_loadu_si128((const __m128i *)(b + i + 1));
+        __m128i eol = _mm_or_si128(_mm_cmpeq_epi8(n, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(n, _mm_set1_epi8('\r')));
+        __m128i last = _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(':')), _mm_cmpeq_epi8(a, _mm_set1_epi8(' ')));
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            _mm_or_si128(_mm_and_si128(eol, last), _mm_cmpeq_epi8(a, _mm_set1_epi8('#'))));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+#endif
+    for (; i + 1 < to; i++) {
+        char x = b[i], y = b[i + 1];
+        if (x == '#' || ((y == '\n' || y == '\r') && (x == ':' || x == ' ')))
+            return i;
+    }
+    return to;
+}
+
+/* The YAML lines of b[from..to) pass (to is a line start unless a line was cut at the buffer's cap). */
+static void yaml_track(config_tracker *t, const char *b, size_t from, size_t to)
+{
+    size_t s = from;
+    if (t->ymid) {
+        const char *nl = memchr(b + s, '\n', to - s);
+        if (!nl)
+            return;
+        s = (size_t)(nl - b) + 1;
+        t->ymid = 0;
+    }
+    while (s < to) {
+        if (!t->yn) {
+            size_t c = yaml_candidate(b, s, to);
+            if (c == to) {
+                t->ymid = b[to - 1] != '\n';
+                return;
+            }
+            const char *nl = c > s ? memrchr(b + s, '\n', c - s) : NULL;
+            if (nl)
+                s = (size_t)(nl - b) + 1;
+        }
+        const char *nl = memchr(b + s, '\n', to - s);
+        if (!nl) {
+            t->ymid = 1;
+            return;
+        }
+        size_t e = (size_t)(nl - b);
+        yaml_line(t, b, s, e);
+        s = e + 1;
+    }
+}
+
 /* Bring the tracker to buf[ls] (a line start; buf[0] at stream offset base). It restarts (at most
  * CONFIG_BACK_CAP before ls) when it lost its place: never used, the bytes since gone from the
  * buffer, or too far behind to be worth reading. */
@@ -465,12 +615,14 @@ static void track_to(config_tracker *t, const char *b, uint64_t base, size_t ls)
     uint64_t target = base + ls;
     size_t from;
     if (!t->valid || t->upto < base || t->upto > target || target - t->upto > CONFIG_BACK_CAP) {
-        t->n = t->deep = 0;
+        t->n = t->deep = t->yn = 0;
         from = ls > CONFIG_BACK_CAP ? ls - CONFIG_BACK_CAP : 0;
+        t->ymid = from > 0 && b[from - 1] != '\n';
     } else {
         from = (size_t)(t->upto - base);
     }
     track(t, b, from, ls);
+    yaml_track(t, b, from, ls);
     t->upto = target;
     t->valid = 1;
 }
@@ -524,50 +676,26 @@ static void brace_context(const config_tracker *t, const char *b, size_t ls, siz
     }
 }
 
-/* Enclosing keys of an indented YAML dump: the nearest earlier "key:" line with less indentation,
- * repeatedly. Lines are compared after a prefix as long as this line's (Ray's "(TaskRunner pid=1)"). */
-static void yaml_context(const char *b, size_t lo, size_t ls, size_t p, comps *out)
+/* Enclosing keys of an indented YAML dump at b[p] in the line that starts at b[ls]: the "key:" lines
+ * the tracker keeps open with less indentation, the nearest first, until a line of another kind. The
+ * indentation counts after the bytes before this line's run of spaces (Ray's "(TaskRunner pid=1)"),
+ * which must be as long as the block's prefix. */
+static void yaml_context(const config_tracker *t, size_t ls, size_t p, const char *b, comps *out)
 {
     size_t ws = p;
     while (ws > ls && b[ws - 1] == ' ')
         ws--;
-    size_t prefix = ws - ls, col = p - ls;
-    size_t end = ls; /* end of the previous line (its '\n') */
-    for (int n = 0; n < YAML_BACK_LINES && col > prefix && end > lo; n++) {
-        size_t le = end - 1; /* index of '\n' */
-        const char *nl = le > lo ? memrchr(b + lo, '\n', le - lo) : NULL; /* the line's start */
-        size_t s = nl ? (size_t)(nl - b) + 1 : lo;
-        end = s;
-        size_t e = le;
-        if (e > s && b[e - 1] == '\r')
-            e--;
-        if (e - s <= prefix)
+    size_t col = p - ls;
+    if (!t->yn || t->ylen != ws - ls || col <= ws - ls)
+        return;
+    for (size_t i = t->yn; i > 0; i--) {
+        if (t->y[i - 1].col >= col)
             continue;
-        size_t k = s + prefix;
-        while (k < e && b[k] == ' ')
-            k++;
-        if (k == e || b[k] == '#')
-            continue;
-        size_t kc = k - s;
-        if (kc >= col)
-            continue;
-        size_t ke = k;
-        while (ke < e && (ident(b[ke]) || b[ke] == '-' || b[ke] == '.'))
-            ke++;
-        size_t r = ke;
-        while (r < e && b[r] == ' ')
-            r++;
-        int opener = ke > k && r < e && b[r] == ':';
-        if (opener) {
-            r++;
-            while (r < e && b[r] == ' ')
-                r++;
-            opener = r == e || b[r] == '#';
-        }
-        if (!opener)
+        const char *key = t->y[i - 1].key;
+        if (!key[0])
             return; /* left the block this key sits in */
-        push_front(out, b + k, ke - k);
-        col = kc;
+        push_front(out, key, strlen(key));
+        col = t->y[i - 1].col;
     }
 }
 
@@ -714,13 +842,11 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         return 0; /* the name in prose, code or a message */
     }
     if (!sbatch && !dotted && !flag) {
-        size_t lo = p > CONFIG_BACK_CAP ? p - CONFIG_BACK_CAP : 0;
-        if (yaml) {
-            yaml_context(b, lo, ls, p, &path);
-        } else {
-            track_to(tr, b, base, ls);
+        track_to(tr, b, base, ls);
+        if (yaml)
+            yaml_context(tr, ls, p, b, &path);
+        else
             brace_context(tr, b, ls, quoted ? p - 1 : p, &path);
-        }
     }
     char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
     if (plain) {

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define CONFIG_MAX_COMPONENTS 8
-#define CONFIG_BACK_CAP (256u * 1024u) /* how far back a dump is read for the enclosing keys */
+#define CONFIG_BACK_CAP (256u * 1024u) /* how far back a tracker starts reading when it lost its place */
 #define CONFIG_TRACK_DEPTH 64       /* open brackets remembered with their keys */
 
 typedef struct {
@@ -69,16 +69,18 @@ const config_entry *config_view_get(const config_view *v, const char *path, cons
 int config_literal(const char *key, char *lit, size_t cap, char *alt, size_t altcap);
 
 /* What the scan has passed of a nested dump: the brackets still open before the scan position, each
- * with the key written before it ("'actor': {"), so that a setting printed deep in a dump finds its
- * enclosing keys without reading back (a log that echoes settings stays linear). Per source: the
- * scanner owns one, resets it at each source and lets it pass each processed region. */
+ * with the key written before it ("'actor': {"), and the open "key:" lines of the YAML block it is in,
+ * each with its indentation, so that a setting printed deep in a dump finds its enclosing keys without
+ * reading back, the same whatever the buffer boundaries (a log that echoes settings stays linear). Per
+ * source: the scanner owns one, resets it at each source and lets it pass each processed region. */
 typedef struct config_tracker config_tracker;
 config_tracker *config_tracker_new(void);
 void config_tracker_free(config_tracker *t);
 void config_tracker_reset(config_tracker *t);
 
 /* The scan moves past buf[0..end) (buf[0] is at stream offset `base`): a tracker in use (a setting
- * read in the last CONFIG_BACK_CAP bytes) counts the brackets up to there, else it forgets. */
+ * read in the last CONFIG_BACK_CAP bytes) counts the brackets and YAML lines up to there, else it
+ * forgets. */
 void config_tracker_pass(config_tracker *t, const char *buf, uint64_t base, size_t end);
 
 /* Read setting `lit` (a text config_literal gave) wherever it occurs in the line buf[start..end).
