@@ -3,6 +3,7 @@
  * (source above each case); the literals passed in are the ones the checklists name. */
 #include <check.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "match/config.h"
@@ -266,6 +267,61 @@ START_TEST(test_config_dotted_override_paths)
 }
 END_TEST
 
+/* verl's config as YAML through Ray, a second worker's line (a longer prefix) after it. */
+static const char YAML_RAY[] = "(TaskRunner pid=7) critic:\n"
+                               "(TaskRunner pid=7)   ppo_micro_batch_size_per_gpu: 2\n"
+                               "(TaskRunner pid=7)   model:\n"
+                               "(TaskRunner pid=7)     fsdp_config:\n"
+                               "(TaskRunner pid=7)       param_offload: true\n"
+                               "(TaskRunner pid=7)   # comment\n"
+                               "(TaskRunner pid=7)\n"
+                               "(TaskRunner pid=7)   ppo_max_token_len_per_gpu: 8192\n"
+                               "(TaskRunner pid=77)   ppo_epochs: 1\n"
+                               "(TaskRunner pid=7)       grad_offload: false\n";
+
+/* The YAML keys above a setting are remembered as the scan passes them: a block cut by a buffer
+ * boundary gives each setting the path reading it whole gives. */
+START_TEST(test_config_yaml_nesting_remembered_across_regions)
+{
+    const char *lits[] = {"ppo_micro_batch_size_per_gpu", "param_offload", "ppo_max_token_len_per_gpu", "ppo_epochs",
+                          "grad_offload"};
+    const char *want = "critic.ppo_micro_batch_size_per_gpu=2 critic.model.fsdp_config.param_offload=true "
+                       "critic.ppo_max_token_len_per_gpu=8192 ppo_epochs=1 grad_offload=false ";
+    size_t n = strlen(YAML_RAY), in_use = (size_t)(strstr(YAML_RAY, "   model:") - YAML_RAY);
+    while (YAML_RAY[in_use - 1] != '\n')
+        in_use--;
+    /* no cut, or one after the first setting (before it the tracker is not in use: a cut there loses
+     * what came before, as for brackets) */
+    for (size_t cut = 0; cut < n; cut = cut ? cut + 1 : in_use) {
+        if (cut && YAML_RAY[cut - 1] != '\n')
+            continue;
+        config_store *st = NULL;
+        config_tracker *tr = config_tracker_new();
+        const char *buf = YAML_RAY;
+        size_t base = 0;
+        for (size_t s = 0, e; s < n; s = e + 1) {
+            if (s == cut && cut) { /* the scanner drops the processed region */
+                config_tracker_pass(tr, buf, base, cut - base);
+                buf += cut - base;
+                base = cut;
+            }
+            for (e = s; YAML_RAY[e] != '\n'; e++)
+                ;
+            for (size_t j = 0; j < sizeof lits / sizeof *lits; j++)
+                ck_assert_int_ge(config_capture(&st, tr, lits[j], buf, base, s - base, e - base, "", "t.log", 0), 0);
+            if (s == 0) /* the first line is not a setting: the tracker is in use from the second */
+                ck_assert_ptr_null(st);
+        }
+        char got[512] = "";
+        for (size_t i = 0; i < st->n; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s=%s ", st->e[i].path, st->e[i].value);
+        ck_assert_msg(strcmp(got, want) == 0, "cut at %zu: %s", cut, got);
+        config_tracker_free(tr);
+        config_store_free(st);
+    }
+}
+END_TEST
+
 START_TEST(test_config_yaml_nesting_from_indentation)
 {
     const char *lits[] = {"param_offload", "grad_offload", "log_prob_micro_batch_size_per_gpu"};
@@ -471,6 +527,7 @@ int main(void)
     tcase_add_test(tc, test_config_verl_overrides);
     tcase_add_test(tc, test_config_dotted_override_paths);
     tcase_add_test(tc, test_config_yaml_nesting_from_indentation);
+    tcase_add_test(tc, test_config_yaml_nesting_remembered_across_regions);
     tcase_add_test(tc, test_config_areal_yaml);
     tcase_add_test(tc, test_config_openrlhf_flags);
     tcase_add_test(tc, test_config_sglang_server_args);
