@@ -157,7 +157,7 @@ static int run(matcher *m, const pdb_regex *r, const char *text, size_t len, siz
     if (rc != PCRE2_ERROR_NOMATCH || len == 0)
         return rc;
     /* a piece of the line being stripped: that line was found ASCII once for all its pieces */
-    if (text >= m->line && text + len <= m->line + m->line_len) {
+    if (m->line && text >= m->line && text + len <= m->line + m->line_len) {
         if (m->line_ascii < 0)
             m->line_ascii = is_ascii((const unsigned char *)m->line, m->line_len);
         if (m->line_ascii)
