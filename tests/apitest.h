@@ -34,6 +34,20 @@ static inline int mbuf_write(void *ud, const char *data, size_t len)
     return 0;
 }
 
+/* What a log shipper's run writes as it goes: the NDJSON delta after each input (an on_input hook;
+ * `s` is set once the scan exists). */
+typedef struct {
+    oomscan_scan *s;
+    mbuf b;
+} delta_ctx;
+
+static inline void delta_on_input(void *ud, size_t index)
+{
+    (void)index;
+    delta_ctx *c = ud;
+    ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c->s, mbuf_write, &c->b), OOMSCAN_OK);
+}
+
 static oomscan_db *g_db;
 
 static inline void db_setup(void)

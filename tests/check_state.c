@@ -184,18 +184,6 @@ START_TEST(test_state_resumed_story_keeps_sources_and_settings)
 }
 END_TEST
 
-typedef struct {
-    oomscan_scan *s;
-    mbuf b;
-} delta_ctx;
-
-static void on_input(void *ud, size_t index)
-{
-    (void)index;
-    delta_ctx *c = ud;
-    ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c->s, mbuf_write, &c->b), OOMSCAN_OK);
-}
-
 /* One --state run over `paths` as the CLI writes NDJSON: after each input, then at the end. */
 static char *state_run_streamed(const char *state_path, const char *const *paths, size_t n)
 {
@@ -204,7 +192,7 @@ static char *state_run_streamed(const char *state_path, const char *const *paths
     ck_assert_int_eq(oomscan_state_open(&st, state_path, &d), OOMSCAN_OK);
     delta_ctx c = {0};
     mbuf_write(&c.b, "", 0);
-    oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c};
+    oomscan_options opt = {.jobs = 1, .on_input = delta_on_input, .ud = &c};
     ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
     ck_assert_int_eq(oomscan_scan_use_state(c.s, st), OOMSCAN_OK);
     ck_assert_int_eq(oomscan_scan_paths(c.s, paths, n, &d), OOMSCAN_OK);

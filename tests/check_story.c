@@ -474,6 +474,28 @@ START_TEST(test_story_gloo_echo_follows_a_crash)
 }
 END_TEST
 
+/* A whole scan of `text` with the shipped database (the caller ends it with scan_done). */
+static run_out scan_shipped(const char *text)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    return scan_text(db, text, strlen(text), 0, 0);
+}
+
+/* The index of the one reported root of `s`; fails the test unless there is exactly one. */
+static long only_root(const story *s)
+{
+    long root = -1;
+    size_t roots = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->f[i].joined_into < 0 && s->f[i].is_root)
+            roots++, root = (long)i;
+    ck_assert_uint_eq(roots, 1);
+    return root;
+}
+
 /* Through the real scanner and shipped database: the peers' gloo errors after a rank was killed for
  * host memory are found, say their backend, and follow the kill; torchrun's -9 for the same pid is
  * the kill's window, not a second root. Lines are real (sources in patterns/failures/gloo.json,
@@ -489,19 +511,11 @@ START_TEST(test_story_gloo_echoes_follow_the_kill)
         "[trainer22|6]:RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv "
         "operation to complete\n"
         "  exitcode  : -9 (pid: 14750)\n";
-    pdb *db = pdb_new();
-    oomscan_diag d = {0};
-    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
-    run_out r = scan_text(db, text, strlen(text), 0, 0);
+    run_out r = scan_shipped(text);
     const story *s = r.st;
-    long root = -1;
-    size_t roots = 0, gloo = 0;
+    long root = only_root(s);
+    size_t gloo = 0;
     uint64_t gloo_lines = 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->f[i].joined_into < 0 && s->f[i].is_root)
-            roots++, root = (long)i;
-    ck_assert_uint_eq(roots, 1);
     ck_assert_int_eq(s->f[root].cls, CLS_HOST_OOM_KILL);
     for (size_t i = 0; i < s->n; i++) {
         const finding *f = &s->f[i];
@@ -547,18 +561,10 @@ START_TEST(test_story_abort_after_a_full_disk_follows_it)
         "terminate called after throwing an instance of 'c10::Error'\n"
         "  what():  [enforce fail at inline_container.cc:325] . unexpected pos 19840 vs 19732\n"
         "Fatal Python error: Aborted\n";
-    pdb *db = pdb_new();
-    oomscan_diag d = {0};
-    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
-    run_out r = scan_text(db, text, strlen(text), 0, 0);
+    run_out r = scan_shipped(text);
     const story *s = r.st;
-    long root = -1;
-    size_t roots = 0, crashes = 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->f[i].joined_into < 0 && s->f[i].is_root)
-            roots++, root = (long)i;
-    ck_assert_uint_eq(roots, 1);
+    long root = only_root(s);
+    size_t crashes = 0;
     ck_assert_int_eq(s->f[root].cls, CLS_DISK_FULL);
     ck_assert_int_eq(s->f[root].phase, PH_CHECKPOINT);
     for (size_t i = 0; i < s->n; i++) {

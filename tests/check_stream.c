@@ -121,18 +121,6 @@ START_TEST(test_stream_gzip_is_an_input_error)
 }
 END_TEST
 
-typedef struct {
-    oomscan_scan *s;
-    mbuf b;
-} delta_ctx;
-
-static void on_input(void *ud, size_t index)
-{
-    (void)index;
-    delta_ctx *c = ud;
-    ck_assert_int_eq(oomscan_scan_write_ndjson_delta(c->s, mbuf_write, &c->b), OOMSCAN_OK);
-}
-
 /* The same failure in a second input: the NDJSON writer sends an update naming what changed, not a
  * second "finding". */
 START_TEST(test_stream_update_when_seen_again)
@@ -141,7 +129,7 @@ START_TEST(test_stream_update_when_seen_again)
     delta_ctx c = {0};
     /* the job given: a finding is written after the input it is in (without, a log that states no job
      * waits for the last input, whose name could state one) */
-    oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c, .job_id = "7"};
+    oomscan_options opt = {.jobs = 1, .on_input = delta_on_input, .ud = &c, .job_id = "7"};
     oomscan_diag d = {0};
     ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
     const char *paths[] = {log, log};
@@ -215,7 +203,7 @@ START_TEST(test_stream_ids_do_not_depend_on_input_order)
     char *want = NULL;
     for (int o = 0; o < 2; o++) {
         delta_ctx c = {0};
-        oomscan_options opt = {.jobs = 1, .on_input = on_input, .ud = &c};
+        oomscan_options opt = {.jobs = 1, .on_input = delta_on_input, .ud = &c};
         oomscan_diag d = {0};
         ck_assert_int_eq(oomscan_scan_new(&c.s, g_db, &opt, &d), OOMSCAN_OK);
         ck_assert_int_eq(oomscan_scan_paths(c.s, orders[o], 2, &d), OOMSCAN_OK);
