@@ -37,6 +37,10 @@ struct classifier {
     scan_sink sink; /* where failures go (event.h) */
     burst bursts[BURSTS];
     size_t n_bursts;
+    /* The job's settings store, once the sink made it: asked once per source, not per setting a log
+     * prints (the sink's lookup by job was a sixth of a settings line's cost). Valid for the source:
+     * the sink's stores live until the story merges them, after the scan. */
+    struct config_store *store;
 };
 
 /* What one line is, once stripped: the message, what its prefixes said, its stream key. */
@@ -82,6 +86,7 @@ void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, co
     c->ps = ps;
     c->sink = *sink;
     c->n_bursts = 0;
+    c->store = NULL;
     config_tracker_reset(c->cfg);
 }
 
@@ -104,11 +109,25 @@ int classify_is_cheap(const pdb *db, size_t lit)
     return 1;
 }
 
+/* Where this source's settings go: the sink's store for its job, remembered once the sink has made it
+ * (a sink may leave it to the first read: then it is asked again). NULL out of memory. */
+static config_store **job_store(classifier *c)
+{
+    if (c->store)
+        return &c->store;
+    config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
+    if (st && *st) {
+        c->store = *st;
+        return &c->store;
+    }
+    return st;
+}
+
 /* Setting `cfg` (index into db->config_lits) wherever it is printed in the line [start, end). */
 static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
                                       uint64_t line)
 {
-    config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
+    config_store **st = job_store(c);
     return !st || config_capture(st, c->cfg, c->db->config_lits[cfg], (const char *)v->buf, v->base, start, end,
                           c->src->job_id, c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
@@ -119,7 +138,7 @@ static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t 
 static oomscan_status capture_version(classifier *c, const scan_view *v, size_t idx, size_t start, size_t end,
                                       uint64_t line)
 {
-    config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
+    config_store **st = job_store(c);
     return !st || version_capture(st, &c->db->versions[idx], (const char *)v->buf + start, end - start,
                            c->src->job_id, c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
@@ -147,7 +166,7 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
             size_t s, e;
             lines_bounds(v->buf, 0, v->region_end, pos, &s, &e);
             const char *name = c->db->config_lits[tg->index];
-            config_store **st = c->sink.settings(c->sink.ud, c->src->job_id);
+            config_store **st = job_store(c);
             if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf, v->base, s, pos, e,
                                            c->src->job_id, c->src->path, line) < 0)
                 return OOMSCAN_ERR_NOMEM;

@@ -591,12 +591,15 @@ static size_t region_end_for(const scanner *sc, const reader *r)
     return end;
 }
 
-/* The region buf[0..end) is done: count its lines, let the classifier pass it, and keep the rest. */
-static void advance(scanner *sc, size_t end)
+/* The region buf[0..end) is done: count its lines, let the classifier pass it (unless it is the last:
+ * a settings tracker brought to the end of a source is reset unused, a tenth of a rank file's cost),
+ * and keep the rest. */
+static void advance(scanner *sc, size_t end, int last)
 {
     line_number_at(sc, end);
     scan_view v = view(sc);
-    classify_pass(sc->cl, &v, end);
+    if (!last)
+        classify_pass(sc->cl, &v, end);
     sc->last_byte = sc->buf[end - 1];
     size_t rest = sc->len - end;
     memmove(sc->buf, sc->buf + end, rest);
@@ -656,7 +659,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
             in_long_line = 0;
             scan_region(sc, end, sc->len);
         }
-        advance(sc, end);
+        advance(sc, end, r.eof && end == sc->len);
         r.idle = 0;
         if (r.eof && sc->len == 0)
             break;
