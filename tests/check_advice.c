@@ -124,14 +124,7 @@ START_TEST(test_advice_unknown_step_names_its_checklist)
 }
 END_TEST
 
-static pdb *embedded(void)
-{
-    pdb *db = pdb_new();
-    oomscan_diag d = {0};
-    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
-    return db;
-}
+static pdb *embedded(void) { return embedded_db(); }
 
 static const char *jstr(const cJSON *o, const char *k)
 {

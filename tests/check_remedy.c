@@ -15,16 +15,6 @@
 #include "membuf.h"
 
 /* All conclusions of the first finding of `line`, joined with " | ". Caller frees. */
-/* The shipped database, compiled. */
-static pdb *embedded_db(void)
-{
-    pdb *db = pdb_new();
-    oomscan_diag d = {0};
-    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
-    return db;
-}
-
 /* A scan of `text` with the shipped database that found at least one failure. */
 static run_out scan_real(const char *text)
 {

@@ -96,12 +96,8 @@ START_TEST(test_scan_invalid_utf8_byte_keeps_kernel_oom)
     const char *text = "[Thu Mar 14 01:57:55 2019] Out of memory: Kill process 89746 (pyth\xffon) score 868 or sacrifice child\n"
                        "[Thu Mar 14 01:57:55 2019] Killed process 89746 (pyth\xffon) total-vm:118026216kB, "
                        "anon-rss:109819332kB, file-rss:3324kB, shmem-rss:0kB\n";
-    pdb *db = pdb_new(); /* the shipped database: its kernel patterns capture the process name */
-    oomscan_diag d;
-    diag_clear(&d);
-    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
-    run_out o = scan_text(db, text, strlen(text), 0, 0);
+    /* the shipped database: its kernel patterns capture the process name */
+    run_out o = scan_text(embedded_db(), text, strlen(text), 0, 0);
     const finding *f = find_class(o.st, CLS_HOST_OOM_KILL);
     ck_assert_msg(f != NULL, "the kernel OOM with an invalid byte was lost");
     const cJSON *proc = cJSON_GetObjectItemCaseSensitive(f->memory, "process");
@@ -321,6 +317,42 @@ START_TEST(test_scan_time_comes_from_last_stamped_line_even_a_marker)
     ck_assert_int_eq(f->first.time.hour, 11);
     ck_assert_int_eq(f->first.time.min, 30);
     done(&o);
+}
+END_TEST
+
+/* The shipped database (settings literals come from its checklists): the first CUDA OOM's time. */
+static int oom_minute(const char *text)
+{
+    run_out o = scan_text(embedded_db(), text, strlen(text), 0, 0);
+    const finding *f = find_class(o.st, CLS_CUDA_OOM);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->first.has_time, 1);
+    int m = f->first.time.hour * 60 + f->first.time.min;
+    done(&o);
+    return m;
+}
+
+START_TEST(test_scan_settings_run_is_timed_by_its_last_line)
+{
+    /* A run of lines that only name settings is one dump: its last line's stamp moves the clock. */
+    ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
+                                "  micro_batch_size: 4\n"
+                                "2025-06-01 11:30:00 gradient_accumulation_steps: 2\n"
+                                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
+                     11 * 60 + 30);
+}
+END_TEST
+
+START_TEST(test_scan_settings_run_is_read_once_not_line_by_line)
+{
+    /* ... and only its last line is read for one (a log echoing settings on every line has a million
+     * of them): a stamp earlier in the run is not looked for, the clock keeps the line before the run.
+     * Reading every line of the run, as before, gave 11:30. */
+    ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
+                                "2025-06-01 11:30:00 micro_batch_size: 4\n"
+                                "  gradient_accumulation_steps: 2\n"
+                                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
+                     10 * 60);
 }
 END_TEST
 
@@ -690,6 +722,8 @@ int main(void)
     tcase_add_test(tc, test_scan_source_names);
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
+    tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
+    tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_join_does_not_take_the_next_lines_own_message);

@@ -39,6 +39,17 @@ typedef struct {
 
 /* One scan of data[0..len) read in `step`-byte pieces (0: as much as fits); `helper` splits the
  * prefilter pass with a second thread, as a big single input does. Takes ownership of `db`. */
+/* The database the binary embeds, compiled: for scans of what the shipped data does. */
+static inline pdb *embedded_db(void)
+{
+    pdb *db = pdb_new();
+    ck_assert_ptr_nonnull(db);
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_embedded(db, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_OK);
+    return db;
+}
+
 static inline run_out scan_text(pdb *db, const char *data, size_t len, size_t step, int helper)
 {
     run_out o = {db, story_new(), {0}};

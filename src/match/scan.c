@@ -90,16 +90,18 @@ struct scanner {
     size_t line_pos;   /* first hit on it */
     size_t seen[MAX_LINE_TARGETS];
     size_t n_seen;
-    unsigned char *cheap; /* per literal: all targets are markers, framework votes or settings */
+    unsigned char *cheap; /* per literal: all targets are markers, framework votes or settings (2: settings only) */
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
     struct {
         size_t pos, end; /* the first hit on the line and the line's end (on_hit found it) */
         const timefmt *stamp; /* the helper read the line: its stamp, or no_stamp when none */
+        int settings; /* the line's hits were all setting names (it stands for its run, see close_line) */
     } deferred[DEFERRED_CAP];
     size_t n_deferred;
     const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
+    int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == 2) */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
     size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
     splitter *split; /* NULL: one thread */
@@ -287,11 +289,17 @@ static void close_line(scanner *sc)
         process_line(sc);
         sc->cur_open = 0;
     } else {
-        if (sc->n_deferred == DEFERRED_CAP)
+        /* A run of lines that only name settings is one dump, printed in one format: its last line
+         * stands for it (a run of a million unstamped echoes is read once, not a million times; the
+         * clock differs only when a run's last line lacks the stamp an earlier one of it had) */
+        int extend = sc->line_settings && sc->n_deferred > 0 && sc->deferred[sc->n_deferred - 1].settings;
+        if (!extend && sc->n_deferred == DEFERRED_CAP)
             resolve_deferred_time(sc); /* newest first, so resolving early changes nothing */
-        sc->deferred[sc->n_deferred].pos = sc->line_pos;
-        sc->deferred[sc->n_deferred].stamp = sc->line_stamp;
-        sc->deferred[sc->n_deferred++].end = sc->line_end;
+        size_t i = extend ? sc->n_deferred - 1 : sc->n_deferred++;
+        sc->deferred[i].pos = sc->line_pos;
+        sc->deferred[i].stamp = sc->line_stamp;
+        sc->deferred[i].end = sc->line_end;
+        sc->deferred[i].settings = sc->line_settings;
         sc->n_pushed++;
     }
     sc->line_end = 0;
@@ -307,6 +315,7 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
         sc->line_end = lines_eol(sc->buf, pos, sc->region_end);
         sc->line_pos = pos;
         sc->line_stamp = sc->replay_stamp;
+        sc->line_settings = 1;
         sc->n_seen = 0;
     }
     /* one literal acts once per line, however often it occurs there */
@@ -316,6 +325,7 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     if (sc->n_seen == MAX_LINE_TARGETS)
         return pos + 1; /* as many literals as one line may carry: the rest adds nothing */
     sc->seen[sc->n_seen++] = lit;
+    sc->line_settings &= sc->cheap[lit] == 2;
     if (sc->cheap[lit]) {
         scan_view v = view(sc);
         oomscan_status st = classify_cheap(sc->cl, &v, lit, pos, line_number_at(sc, pos));
