@@ -9,6 +9,78 @@
 #include <emmintrin.h>
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+
+/* Exactly as the SSE2 loop below, 32 bytes at a time: a terminator is \n, or \r not followed by \n
+ * (the byte after the block is read, so the caller leaves 32 bytes of margin). */
+__attribute__((target("avx2"))) static uint64_t count_exact_avx2(const unsigned char *p, size_t n)
+{
+    const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r'), zero = _mm256_setzero_si256();
+    __m256i acc = zero;
+    for (size_t i = 0; i < n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i next = _mm256_loadu_si256((const __m256i *)(p + i + 1));
+        __m256i t = _mm256_or_si256(_mm256_cmpeq_epi8(v, lf),
+                                    _mm256_andnot_si256(_mm256_cmpeq_epi8(next, lf), _mm256_cmpeq_epi8(v, cr)));
+        acc = _mm256_sub_epi8(acc, t);
+    }
+    __m256i s = _mm256_sad_epu8(acc, zero);
+    return (uint64_t)_mm256_extract_epi64(s, 0) + (uint64_t)_mm256_extract_epi64(s, 1) +
+           (uint64_t)_mm256_extract_epi64(s, 2) + (uint64_t)_mm256_extract_epi64(s, 3);
+}
+
+/* Terminators of p[0..n), n > 32: 255 blocks of 32 bytes at a time (a lane counts to 255). Most logs
+ * have no \r: a block is first counted by \n alone while noting any \r, and only a block that had one
+ * is counted again exactly; after such a block the next is counted exactly at once (a CRLF log would
+ * pay twice). The scanner counts from one hit to the next, a line or so: the tail is one vector
+ * overlapping bytes already counted (masked off), not a byte loop. */
+__attribute__((target("avx2,popcnt"))) static uint64_t count_avx2(const unsigned char *p, size_t n)
+{
+    const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r'), zero = _mm256_setzero_si256();
+    uint64_t total = 0;
+    size_t i = 0;
+    int exact = 0;
+    while (i + 32 < n) {
+        size_t len = (n - i - 1) / 32 * 32; /* blocks whose next byte is inside n */
+        if (len > 255 * 32)
+            len = 255 * 32;
+        if (exact) {
+            total += count_exact_avx2(p + i, len);
+            exact = 0;
+        } else {
+            __m256i acc = zero, anycr = zero;
+            for (size_t k = 0; k < len; k += 32) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(p + i + k));
+                acc = _mm256_sub_epi8(acc, _mm256_cmpeq_epi8(v, lf));
+                anycr = _mm256_or_si256(anycr, _mm256_cmpeq_epi8(v, cr));
+            }
+            if (_mm256_testz_si256(anycr, anycr)) {
+                __m256i s = _mm256_sad_epu8(acc, zero);
+                total += (uint64_t)_mm256_extract_epi64(s, 0) + (uint64_t)_mm256_extract_epi64(s, 1) +
+                         (uint64_t)_mm256_extract_epi64(s, 2) + (uint64_t)_mm256_extract_epi64(s, 3);
+            } else {
+                total += count_exact_avx2(p + i, len);
+                exact = 1;
+            }
+        }
+        i += len;
+    }
+    /* bytes [i, n - 1) from the 32 ending before the last byte; the last byte has no next: a \r there
+     * ends a line (as in the loops below) */
+    const unsigned char *q = p + n - 33;
+    __m256i v = _mm256_loadu_si256((const __m256i *)q);
+    __m256i next = _mm256_loadu_si256((const __m256i *)(q + 1));
+    __m256i t = _mm256_or_si256(_mm256_cmpeq_epi8(v, lf),
+                                _mm256_andnot_si256(_mm256_cmpeq_epi8(next, lf), _mm256_cmpeq_epi8(v, cr)));
+    size_t counted = i - (n - 33); /* 1..32 lanes hold bytes already counted */
+    if (counted < 32)
+        total += (uint64_t)__builtin_popcount((uint32_t)_mm256_movemask_epi8(t) >> counted);
+    return total + (p[n - 1] == '\n' || p[n - 1] == '\r');
+}
+#endif
+
 /* Terminators per byte lane, summed without popcount (the default x86-64 target has no popcnt
  * instruction and the libgcc fallback was 5% of a scan): a byte is a terminator when it is \n, or \r
  * not followed by \n; lanes count down from 0 (cmpeq gives -1) for at most 255 blocks, then
@@ -17,6 +89,12 @@ uint64_t scan_count_lines(const unsigned char *p, size_t n)
 {
     uint64_t total = 0;
     size_t i = 0;
+#ifdef HAVE_AVX2_PATH
+    /* the terminators of every byte the scan reads are counted: a tenth of a scan's instructions in
+     * SSE2, a quarter of that with AVX2 on a log without \r */
+    if (n > 32 && __builtin_cpu_supports("avx2"))
+        return count_avx2(p, n);
+#endif
 #if defined(__SSE2__)
     const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), zero = _mm_setzero_si128();
     while (i + 16 < n) {
@@ -84,9 +162,33 @@ int lines_next(const unsigned char *b, size_t hi, size_t end, size_t *ns, size_t
 }
 
 /* End of the line holding pos (its first terminator at or after pos), within [pos, hi). */
+#ifdef HAVE_AVX2_PATH
+/* lines_eol's vector loop, 32 bytes at a time: the index of the first terminator in [i, hi), or the
+ * first index whose 32 bytes are no longer all inside. */
+__attribute__((target("avx2"))) static size_t eol_avx2(const unsigned char *b, size_t i, size_t hi)
+{
+    const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
+    for (; i + 32 <= hi; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b + i));
+        unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(v, lf), _mm256_cmpeq_epi8(v, cr)));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+    return i;
+}
+#endif
+
 size_t lines_eol(const unsigned char *b, size_t pos, size_t hi)
 {
     size_t i = pos;
+#ifdef HAVE_AVX2_PATH
+    /* once per hit line, a line of 200 bytes or a metrics line of kilobytes */
+    if (hi - pos >= 64 && __builtin_cpu_supports("avx2")) {
+        i = eol_avx2(b, pos, hi);
+        if (i + 32 <= hi)
+            return i;
+    }
+#endif
 #if defined(__SSE2__)
     const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
     for (; i + 16 <= hi; i += 16) {
