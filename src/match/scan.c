@@ -28,6 +28,7 @@
 typedef struct {
     size_t pos;
     uint64_t lines; /* terminators in [from, pos): the helper counts its part's lines too */
+    size_t eol;     /* the end of the hit's line (on_hit's lines_eol), found by the helper */
     uint32_t lit;
     int32_t stamp;  /* the time stamp of the hit's line, when the helper read it: an index into
                      * `stamps`, SPLIT_NO_STAMP (it has none) or SPLIT_UNREAD */
@@ -35,6 +36,7 @@ typedef struct {
 
 #define SPLIT_UNREAD (-1)
 #define SPLIT_NO_STAMP (-2)
+#define SPLIT_BATCH 128  /* hits the helper hands over at once (one lock per batch) */
 #define SPLIT_STAMPS 4096 /* stamps kept per part; lines past that are read by the scanner's thread */
 
 typedef struct {
@@ -47,6 +49,10 @@ typedef struct {
     size_t from, end, avail;
     split_hit *hits;
     size_t n;
+    /* hits[0..published) may be replayed while the helper goes on: the scanner's thread replays them
+     * as they come instead of after the whole part (its replay then overlaps the helper's search) */
+    size_t published;
+    int waiting; /* the scanner's thread waits for the next batch: signal it */
     size_t stopped_at; /* SIZE_MAX: every hit of [from, end) is in hits; else those before it are */
     size_t counted_to; /* terminators counted in [from, counted_to): `lines` */
     uint64_t lines;
@@ -103,6 +109,7 @@ struct scanner {
     const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
     int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == 2) */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
+    size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
     size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
     splitter *split; /* NULL: one thread */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
@@ -312,7 +319,7 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
         close_line(sc);
         if (sc->status)
             return SIZE_MAX;
-        sc->line_end = lines_eol(sc->buf, pos, sc->region_end);
+        sc->line_end = sc->replay_eol ? sc->replay_eol : lines_eol(sc->buf, pos, sc->region_end);
         sc->line_pos = pos;
         sc->line_stamp = sc->replay_stamp;
         sc->line_settings = 1;
@@ -360,9 +367,11 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
     h->lines += scan_count_lines(h->buf + h->counted_to, pos - h->counted_to);
     h->counted_to = pos;
     int32_t stamp = SPLIT_UNREAD;
-    if (h->stamps_too && (h->line_end == 0 || pos >= h->line_end)) {
+    int new_line = h->line_end == 0 || pos >= h->line_end;
+    if (new_line)
+        h->line_end = lines_eol(h->buf, pos, h->end); /* on_hit's bounds: the replay need not look */
+    if (h->stamps_too && new_line) {
         /* a new line: its stamp, as resolve_deferred_time would read it (on_hit's bounds) */
-        h->line_end = lines_eol(h->buf, pos, h->end);
         if (h->n_stamps < SPLIT_STAMPS) {
             stamp = read_stamp(h->m, h->buf, pos, h->line_end, &h->stamps[h->n_stamps]) ? (int32_t)h->n_stamps++
                                                                                           : SPLIT_NO_STAMP;
@@ -371,8 +380,16 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
     h->hits[h->n].pos = pos;
     h->hits[h->n].lit = (uint32_t)lit;
     h->hits[h->n].lines = h->lines;
+    h->hits[h->n].eol = h->line_end;
     h->hits[h->n].stamp = stamp;
     h->n++;
+    if (h->n - h->published >= SPLIT_BATCH) {
+        pthread_mutex_lock(&h->mu);
+        h->published = h->n;
+        if (h->waiting)
+            pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+    }
     return pos + 1; /* on_hit never skips either: the replay equals a direct scan */
 }
 
@@ -386,7 +403,6 @@ static void *split_main(void *arg)
         if (h->quit)
             break;
         pthread_mutex_unlock(&h->mu);
-        h->n = 0;
         h->stopped_at = SIZE_MAX;
         h->counted_to = h->from;
         h->lines = 0;
@@ -398,6 +414,7 @@ static void *split_main(void *arg)
         h->lines += scan_count_lines(h->buf + h->counted_to, upto - h->counted_to);
         h->counted_to = upto;
         pthread_mutex_lock(&h->mu);
+        h->published = h->n;
         h->job = 0;
         pthread_cond_broadcast(&h->cv);
     }
@@ -474,37 +491,58 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
      * most lines have a stamp, the newest one ends the reading and the rest is never read */
     h->stamps_too = sc->n_read * 2 > sc->n_pushed;
     sc->n_read = sc->n_pushed = 0;
+    h->n = h->published = 0;
     h->job = 1;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     prefilter_scan(pf, sc->buf, 0, mid, avail, on_hit, sc);
-    /* the helper reads the buffer: wait for it even when this part stopped early */
     pthread_mutex_lock(&h->mu);
-    if (h->job && h->share < 56)
-        h->share++; /* the helper is still at it: this thread takes more next time */
-    else if (!h->job && h->share > 8)
-        h->share--;
-    while (h->job)
-        pthread_cond_wait(&h->cv, &h->mu);
+    int helper_first = !h->job;
     pthread_mutex_unlock(&h->mu);
+    /* the helper counted the lines of its part from mid: each of its hits carries its count */
+    if (!sc->status)
+        line_number_at(sc, mid);
+    uint64_t at_mid = sc->lines_before;
+    /* Replay the helper's hits in batches as it publishes them. The helper reads the buffer: wait for
+     * it to finish even when this thread stops early. */
+    size_t i = 0;
+    int waited = 0;
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        while (h->job && (h->published == i || sc->status)) {
+            waited = 1;
+            h->waiting = 1;
+            pthread_cond_wait(&h->cv, &h->mu);
+        }
+        h->waiting = 0;
+        size_t upto = h->published;
+        int done = !h->job;
+        pthread_mutex_unlock(&h->mu);
+        for (; i < upto && !sc->status; i++) {
+            const split_hit *x = &h->hits[i];
+            sc->jump_pos = x->pos;
+            sc->jump_lines = at_mid + x->lines;
+            sc->replay_stamp = x->stamp >= 0 ? &h->stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
+            sc->replay_eol = x->eol;
+            (void)on_hit(sc, x->lit, x->pos); /* it stops only by setting sc->status */
+            sc->replay_stamp = NULL;
+            sc->replay_eol = 0;
+        }
+        if (done && (i == upto || sc->status))
+            break;
+    }
+    /* The share moves, a 64th per region, towards where this thread's part and replay end as the
+     * helper ends: it waited for hits, so it takes more; the helper was done before this thread's
+     * own part was, so it takes less. */
+    if (waited && !helper_first && h->share < 56)
+        h->share++;
+    else if (helper_first && h->share > 8)
+        h->share--;
     if (sc->status)
         return;
-    /* the helper counted the lines of its part from mid: each of its hits carries its count */
-    line_number_at(sc, mid);
-    uint64_t at_mid = sc->lines_before;
-    for (size_t i = 0; i < h->n; i++) {
-        const split_hit *x = &h->hits[i];
-        sc->jump_pos = x->pos;
-        sc->jump_lines = at_mid + x->lines;
-        sc->replay_stamp = x->stamp >= 0 ? &h->stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
-        size_t r = sc->status ? SIZE_MAX : on_hit(sc, x->lit, x->pos);
-        sc->replay_stamp = NULL;
-        if (r == SIZE_MAX)
-            return;
-    }
     sc->jump_pos = h->counted_to;
     sc->jump_lines = at_mid + h->lines;
-    if (!sc->status && h->stopped_at != SIZE_MAX)
+    if (h->stopped_at != SIZE_MAX)
         prefilter_scan(pf, sc->buf, h->stopped_at, end, avail, on_hit, sc);
 }
 
