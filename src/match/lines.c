@@ -122,6 +122,13 @@ uint64_t scan_count_lines(const unsigned char *p, size_t n)
 /* Bounds of the line holding pos, within [lo, hi). */
 void lines_bounds(const unsigned char *b, size_t lo, size_t hi, size_t pos, size_t *start, size_t *end)
 {
+    *start = lines_bol(b, lo, pos);
+    *end = pos < hi ? lines_eol(b, pos, hi) : pos; /* vectorised: metrics lines run to kilobytes */
+}
+
+/* Start of the line holding pos, not before lo. */
+size_t lines_bol(const unsigned char *b, size_t lo, size_t pos)
+{
     size_t s = pos;
 #if defined(__SSE2__)
     /* back 16 bytes at a time to the block holding the terminator (a settings or metrics line is
@@ -139,8 +146,7 @@ void lines_bounds(const unsigned char *b, size_t lo, size_t hi, size_t pos, size
 #endif
     while (s > lo && b[s - 1] != '\n' && b[s - 1] != '\r') /* the last bytes; at once when found above */
         s--;
-    *start = s;
-    *end = pos < hi ? lines_eol(b, pos, hi) : pos; /* vectorised: metrics lines run to kilobytes */
+    return s;
 }
 
 /* The line after one ending at `end` (skipping its terminator), within [0, hi). 0 if none complete. */

@@ -21,6 +21,8 @@ int lines_next(const unsigned char *b, size_t hi, size_t end, size_t *ns, size_t
 
 /* The first terminator at or after pos, within [pos, hi) (hi when none). */
 size_t lines_eol(const unsigned char *b, size_t pos, size_t hi);
+/* Start of the line holding pos (just after the terminator before it), not before lo. */
+size_t lines_bol(const unsigned char *b, size_t lo, size_t pos);
 
 /* Read a traceback frame line (`File "PATH", line N, in FUNC`, or faulthandler's `line N in FUNC`),
  * prefixes already stripped: 1 with views of its path and function into msg, 0 if it is none. */

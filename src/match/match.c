@@ -1,6 +1,10 @@
 /* match.c - PCRE2 on the few lines the prefilter picked. */
 #include "match/match.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +129,16 @@ static size_t utf8_fix(const unsigned char *in, size_t n, char *out)
 static int is_ascii(const unsigned char *p, size_t n)
 {
     size_t i = 0;
+#if defined(__SSE2__)
+    /* once per stripped line that a prefix missed: a metrics line of kilobytes made the word loop
+     * 4% of a run; 64 bytes a step, the high bits or-ed together */
+    for (; i + 64 <= n; i += 64) {
+        __m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i)), _mm_loadu_si128((const __m128i *)(p + i + 16)));
+        __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(p + i + 32)), _mm_loadu_si128((const __m128i *)(p + i + 48)));
+        if (_mm_movemask_epi8(_mm_or_si128(a, b)))
+            return 0;
+    }
+#endif
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);

@@ -257,9 +257,7 @@ static const timefmt no_stamp; /* a line read and found without a time stamp (by
 /* The time stamp of the line holding pos and ending at end, as the clock takes it: 1 when it has one. */
 static int read_stamp(matcher *m, const unsigned char *buf, size_t pos, size_t end, timefmt *t)
 {
-    size_t s = pos;
-    while (s > 0 && buf[s - 1] != '\n' && buf[s - 1] != '\r')
-        s--; /* lines_bounds' start; the end is known (a metrics line runs to kilobytes) */
+    size_t s = lines_bol(buf, 0, pos); /* the end is known (a metrics line runs to kilobytes) */
     line_ctx ctx;
     return matcher_line_time(m, (const char *)buf + s, end - s, &ctx) &&
            timefmt_parse(ctx.time, strlen(ctx.time), t) == 0;
