@@ -40,6 +40,53 @@ START_TEST(test_timefmt_normalises_formats)
 }
 END_TEST
 
+/* timefmt_may_hold's pairs, byte by byte, as the reference for its vectorised loop. */
+static int holds_pair(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        unsigned char a = (unsigned char)s[i], b = (unsigned char)s[i + 1];
+        int ad = a >= '0' && a <= '9', bd = b >= '0' && b <= '9';
+        if ((ad && (b == ':' || b == '.' || b == '-' || b == '/' || b == 'x' || b == 'X')) || (a == '.' && bd))
+            return 1;
+    }
+    return 0;
+}
+
+START_TEST(test_timefmt_may_hold_never_misses_a_stamp)
+{
+    /* Sound: whatever timefmt_parse accepts, timefmt_may_hold says may hold one, wherever it sits in a
+     * longer line (the vector loop's blocks and tail); and it agrees with the byte-by-byte reference. */
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        ck_assert_msg(timefmt_may_hold(cases[i].in, strlen(cases[i].in)), "missed %s", cases[i].in);
+    static const char alphabet[] = "0123456789:.-/ xXaAfFpPeE+T[]Zw,";
+    unsigned seed = 12345;
+    size_t parsed = 0;
+    for (int k = 0; k < 300000; k++) {
+        char stamp[24], line[96];
+        size_t n = 1 + (seed = seed * 1103515245u + 12345u) / 65536 % 12;
+        for (size_t j = 0; j < n; j++)
+            stamp[j] = alphabet[(seed = seed * 1103515245u + 12345u) / 65536 % (sizeof alphabet - 1)];
+        stamp[n] = '\0';
+        timefmt t;
+        size_t pad = (seed = seed * 1103515245u + 12345u) / 65536 % 48;
+        memset(line, 'q', pad);
+        memcpy(line + pad, stamp, n);
+        size_t len = pad + n + (seed / 7) % 20;
+        memset(line + pad + n, 'r', len - pad - n);
+        ck_assert_int_eq(timefmt_may_hold(line, len), holds_pair(line, len));
+        if (timefmt_parse(stamp, n, &t) == 0) {
+            parsed++;
+            ck_assert_msg(timefmt_may_hold(stamp, n) && timefmt_may_hold(line, len), "missed %s", stamp);
+        }
+    }
+    ck_assert_uint_gt(parsed, 1000); /* the search did find stamps to check */
+    const char *dump = "(TaskRunner pid=2231)   'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu': 2,";
+    ck_assert_int_eq(timefmt_may_hold(dump, strlen(dump)), 0);
+    const char *yaml = "  gradient_accumulation_steps: 4096";
+    ck_assert_int_eq(timefmt_may_hold(yaml, strlen(yaml)), 0);
+}
+END_TEST
+
 START_TEST(test_timefmt_orders_and_rejects)
 {
     timefmt a, b;
@@ -96,6 +143,7 @@ int main(void)
     Suite *s = suite_create("timefmt");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_timefmt_normalises_formats);
+    tcase_add_test(tc, test_timefmt_may_hold_never_misses_a_stamp);
     tcase_add_test(tc, test_timefmt_orders_and_rejects);
     tcase_add_test(tc, test_timefmt_orders_across_forms);
     suite_add_tcase(s, tc);

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static const char *const months[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
@@ -52,6 +55,43 @@ static int parse_clock(const char *p, timefmt *t)
     t->sec = s;
     t->has_clock = 1;
     return n;
+}
+
+static int is_digit(unsigned char c) { return (unsigned char)(c - '0') < 10; }
+
+/* Why these pairs suffice, branch by branch of timefmt_parse: the ISO date's first %4d ends in a
+ * digit that %*[-/] must follow; AReaL's "%4d%2d%2d-" ends in a digit before its '-'; every clock
+ * (glog, syslog, dmesg -T, the bare one) goes through parse_clock, whose first %2d ends in a digit
+ * before ':'; an uptime is all of strtod's text and has a '.': a digit before it, a digit after it
+ * (".5"), or it is a hex float, which starts "0x". */
+int timefmt_may_hold(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+    for (; i + 17 <= n; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(p + i)), b = _mm_loadu_si128((const __m128i *)(p + i + 1));
+        __m128i da = _mm_sub_epi8(a, zero), db = _mm_sub_epi8(b, zero);
+        __m128i a_digit = _mm_cmpeq_epi8(_mm_min_epu8(da, nine), da);
+        __m128i b_digit = _mm_cmpeq_epi8(_mm_min_epu8(db, nine), db);
+        __m128i b_sep = _mm_or_si128(
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, _mm_set1_epi8(':')), _mm_cmpeq_epi8(b, _mm_set1_epi8('.'))),
+                         _mm_or_si128(_mm_cmpeq_epi8(b, _mm_set1_epi8('-')), _mm_cmpeq_epi8(b, _mm_set1_epi8('/')))),
+            _mm_cmpeq_epi8(_mm_or_si128(b, _mm_set1_epi8(0x20)), _mm_set1_epi8('x')));
+        __m128i a_dot = _mm_cmpeq_epi8(a, _mm_set1_epi8('.'));
+        __m128i hit = _mm_or_si128(_mm_and_si128(a_digit, b_sep), _mm_and_si128(a_dot, b_digit));
+        if (_mm_movemask_epi8(hit))
+            return 1;
+    }
+#endif
+    for (; i + 1 < n; i++) {
+        unsigned char a = p[i], b = p[i + 1];
+        if ((is_digit(a) && (b == ':' || b == '.' || b == '-' || b == '/' || (b | 0x20) == 'x')) ||
+            (a == '.' && is_digit(b)))
+            return 1;
+    }
+    return 0;
 }
 
 int timefmt_parse(const char *src, size_t n, timefmt *t)

@@ -21,6 +21,12 @@ typedef struct {
  * Slurm "2024-05-01T12:00:00.123"; surrounding brackets are ignored). Returns 0 on success. */
 int timefmt_parse(const char *s, size_t n, timefmt *out);
 
+/* 1 when s[0..n) may hold a stamp timefmt_parse accepts (somewhere in it), 0 when it surely holds
+ * none: every accepted form has a digit followed by ':', '.', '-', '/' or 'x', or a '.' followed by
+ * a digit ("12:00:00", "2024-05-01", "12345.678", ".5", "0x1.8p3"). A line without any such pair need not be
+ * searched for a stamp at all: most lines of a dump of settings. Vectorised; no allocation. */
+int timefmt_may_hold(const char *s, size_t n);
+
 #define TIMEFMT_INCOMPARABLE 2
 
 /* Order two stamps: -1, 0 or 1, or TIMEFMT_INCOMPARABLE when they cannot be ordered (uptime against

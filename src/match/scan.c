@@ -258,6 +258,8 @@ static const timefmt no_stamp; /* a line read and found without a time stamp (by
 static int read_stamp(matcher *m, const unsigned char *buf, size_t pos, size_t end, timefmt *t)
 {
     size_t s = lines_bol(buf, 0, pos); /* the end is known (a metrics line runs to kilobytes) */
+    if (!timefmt_may_hold((const char *)buf + s, end - s))
+        return 0; /* no stamp can be read from it: no prefix regex need run (a settings dump's lines) */
     line_ctx ctx;
     return matcher_line_time(m, (const char *)buf + s, end - s, &ctx) &&
            timefmt_parse(ctx.time, strlen(ctx.time), t) == 0;
