@@ -106,6 +106,8 @@ struct scanner {
         int settings; /* the line's hits were all setting names (it stands for its run, see close_line) */
     } deferred[DEFERRED_CAP];
     size_t n_deferred;
+    timefmt stamp_of[DEFERRED_CAP]; /* deferred[i]'s stamp when read as its line closed (eager_stamps) */
+    int eager_stamps;               /* read them so: the helper reads those of its part (prefilter_region) */
     const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
     int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == 2) */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
@@ -308,6 +310,15 @@ static void close_line(scanner *sc)
         sc->deferred[i].end = sc->line_end;
         sc->deferred[i].settings = sc->line_settings;
         sc->n_pushed++;
+        /* A log whose lines mostly lack a stamp has each of them read at the end of the region, newest
+         * first; for the lines of this thread's part that came after the helper had finished, with
+         * the second core idle. While the helper reads the stamps of its part (stamps_too), this
+         * thread reads those of its own as they close: the same reads, in the parallel phase, where
+         * the share balances them. Not a settings run: only its last line would be read. */
+        if (!sc->line_stamp && !sc->line_settings && sc->eager_stamps) {
+            timefmt *t = &sc->stamp_of[i];
+            sc->deferred[i].stamp = read_stamp(sc->m, sc->buf, sc->line_pos, sc->line_end, t) ? t : &no_stamp;
+        }
     }
     sc->line_end = 0;
 }
@@ -468,6 +479,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
 {
     const prefilter *pf = sc->db->pf;
     splitter *h = sc->split;
+    sc->eager_stamps = 0;
     if (!h || end < 2 * SPLIT_MIN) {
         prefilter_scan(pf, sc->buf, 0, end, avail, on_hit, sc);
         return;
@@ -490,6 +502,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
      * without stamps: each line is read back to the last finding or the start of the region); where
      * most lines have a stamp, the newest one ends the reading and the rest is never read */
     h->stamps_too = sc->n_read * 2 > sc->n_pushed;
+    sc->eager_stamps = h->stamps_too;
     sc->n_read = sc->n_pushed = 0;
     h->n = h->published = 0;
     h->job = 1;
