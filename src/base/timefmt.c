@@ -70,7 +70,11 @@ int timefmt_may_hold(const char *s, size_t n)
     size_t i = 0;
 #if defined(__SSE2__)
     const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
-    for (; i + 17 <= n; i += 16) {
+    /* pairs (k, k+1) for k in [i, i+16); the last block overlaps the one before it instead of a
+     * byte loop over the tail (a line of a settings dump is a few blocks long) */
+    while (n >= 17) {
+        if (i + 17 > n)
+            i = n - 17;
         __m128i a = _mm_loadu_si128((const __m128i *)(p + i)), b = _mm_loadu_si128((const __m128i *)(p + i + 1));
         __m128i da = _mm_sub_epi8(a, zero), db = _mm_sub_epi8(b, zero);
         __m128i a_digit = _mm_cmpeq_epi8(_mm_min_epu8(da, nine), da);
@@ -83,6 +87,9 @@ int timefmt_may_hold(const char *s, size_t n)
         __m128i hit = _mm_or_si128(_mm_and_si128(a_digit, b_sep), _mm_and_si128(a_dot, b_digit));
         if (_mm_movemask_epi8(hit))
             return 1;
+        if (i + 17 == n)
+            return 0;
+        i += 16;
     }
 #endif
     for (; i + 1 < n; i++) {
