@@ -775,6 +775,14 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
             return 0;
         flag = 1;
     } else if (before == '.') {
+        /* a dotted name is read only before ':', '=' or a Megatron row's dots (below): look there
+         * first, so that a name that is not a setting ("'a.b.key': 1" in a flattened dict, a module
+         * path) is left without walking back over its prefix */
+        size_t r0 = q;
+        while (r0 < le && (b[r0] == ' ' || b[r0] == '\t'))
+            r0++;
+        if (r0 == le || (b[r0] != ':' && b[r0] != '=' && b[r0] != '.'))
+            return 0;
         /* back over the dotted prefix, noting whether its text is its path as the components would
          * give it (plain): none empty or cut at COMP_CAP, fewer than CONFIG_MAX_COMPONENTS with the
          * leaf; then the components are not built one by one */
