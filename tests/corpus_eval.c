@@ -8,8 +8,10 @@
  * set of classes (a class expected once and found once is one true positive). Every log of the set
  * named "clean" must give no finding at all. Phase (with its confidence), framework and sizes are
  * compared with the meta of the matching finding, right / unknown / wrong counted apart (docs/accuracy.md).
- * Exits 1 when a clean log has a finding or a floor is not met. */
+ * Exits 1 when a clean log has a finding or a floor is not met; 2 on an unknown option or a set it cannot
+ * read (a misspelt floor or set must not measure nothing and pass). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,18 +214,30 @@ static void phase_check(const cJSON *meta, oomscan_scan *scan, const char *name,
     free(order);
 }
 
+static int usage(FILE *to, int status)
+{
+    fprintf(to, "usage: corpus_eval FIXTURES_DIR [--set NAME]... [--min-recall R] [--min-precision P] [--min-phase A]\n"
+                "       [--max-phase-wrong F] [--max-phase-invented N] [--min-framework F] [--min-sizes F]\n"
+                "       [--max-sizes-wrong N] [--max-role-wrong N]\n");
+    return status;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: corpus_eval FIXTURES_DIR [--set NAME]... [--min-recall R] [--min-precision P] [--min-phase A]"
-                        " [--max-role-wrong N] ...\n");
-        return 2;
-    }
+    if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+        return usage(stdout, 0);
+    if (argc < 2 || argv[1][0] == '-')
+        return usage(stderr, 2);
     double min_recall = 0, min_precision = 0, min_phase = 0, max_phase_wrong = 0, min_framework = 0, min_sizes = 0;
     unsigned max_invented = 0, max_sizes_wrong = 0, max_role_wrong = 0;
     const char *dirs[8] = {"corpus", "clean"};
     int n_dirs = 0;
-    for (int i = 2; i + 1 < argc; i += 2) {
+    /* a floor misspelt or a set misnamed must fail, not measure nothing and pass */
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            fprintf(stderr, "corpus_eval: %s needs a value\n", argv[i]);
+            return usage(stderr, 2);
+        }
         if (strcmp(argv[i], "--set") == 0 && n_dirs < 8)
             dirs[n_dirs++] = argv[i + 1];
         else if (strcmp(argv[i], "--min-recall") == 0)
@@ -244,6 +258,10 @@ int main(int argc, char **argv)
             max_sizes_wrong = (unsigned)atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--max-role-wrong") == 0)
             max_role_wrong = (unsigned)atoi(argv[i + 1]); /* a set measured with known wrong roles */
+        else {
+            fprintf(stderr, "corpus_eval: unknown option %s\n", argv[i]);
+            return usage(stderr, 2);
+        }
     }
     oomscan_db *db;
     oomscan_diag d = {0};
@@ -260,8 +278,10 @@ int main(int argc, char **argv)
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s", argv[1], dirs[di]);
         DIR *dp = opendir(dir);
-        if (!dp)
-            continue;
+        if (!dp) {
+            fprintf(stderr, "corpus_eval: %s: cannot read the set (%s)\n", dir, strerror(errno));
+            return 2;
+        }
         char **names = NULL;
         size_t nn = 0;
         struct dirent *e;
