@@ -235,7 +235,8 @@ static const char W_PHASES[] =
     "\"weak_frames\":[{\"path\":\"/sglang/srt/\",\"phase\":\"rollout\"},{\"func\":\"forward\",\"phase\":\"forward\"}],"
     "\"markers\":[{\"literal\":\"NCCL INFO Channel \",\"phase\":\"model_init\",\"confidence\":\"weak\"},"
     " {\"literal\":\"Prefill batch.\",\"phase\":\"rollout\"},"
-    " {\"literal\":\"ray::WorkerDict.actor_rollout_generate_sequences\",\"phase\":\"rollout\",\"late\":true,\"reach\":30}],"
+    " {\"literal\":\"ray::WorkerDict.actor_rollout_generate_sequences\",\"phase\":\"rollout\",\"late\":true,\"reach\":30},"
+    " {\"literal\":\"Error: ShardCannotStart\",\"phase\":\"model_init\",\"late\":true,\"reach\":10}],"
     "\"class_phases\":[{\"class\":\"nccl_timeout\",\"phase\":\"communication\"}]}";
 
 static run_out wrun(const char *text)
@@ -314,10 +315,29 @@ START_TEST(test_phase_late_marker_needs_the_killed_pid)
     run_out o = wrun(buf);
     ck_assert_int_eq(only(&o, CLS_HOST_OOM_KILL)->phase, PH_ROLLOUT);
     ck_assert_int_eq(only(&o, CLS_HOST_OOM_KILL)->phase_weak, 0);
+    ck_assert_str_eq(only(&o, CLS_HOST_OOM_KILL)->phase_evidence,
+                     "\"ray::WorkerDict.actor_rollout_generate_sequences\" in the row of the killed task, 2 line(s) "
+                     "after the failure");
     done(&o);
     snprintf(buf, sizeof buf, "%s4100605 56.36   ray::WorkerDict.actor_rollout_generate_sequences\n", kill);
     o = wrun(buf);
     ck_assert_int_eq(only(&o, CLS_HOST_OOM_KILL)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+/* fixtures/heldout4/cuda_oom-text-generation-inference-866.log: TGI's launcher ends a shard's failed
+ * start-up with "Error: ShardCannotStart" a few lines below the failure; a late marker of a finding
+ * with no PID says only where it was, not "the row of the killed task" */
+START_TEST(test_phase_late_marker_without_a_pid_says_only_where)
+{
+    const char *text = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+                       "ERROR text_generation_launcher: Shard 0 failed to start\n"
+                       "Error: ShardCannotStart\n";
+    run_out o = wrun(text);
+    const finding *f = only(&o, CLS_CUDA_OOM);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    ck_assert_str_eq(f->phase_evidence, "\"Error: ShardCannotStart\", 2 line(s) after the failure");
     done(&o);
 }
 END_TEST
@@ -335,6 +355,7 @@ int main(void)
     tcase_add_test(tc, test_phase_weak_class_default_and_weak_marker_reach);
     tcase_add_test(tc, test_phase_weak_frames_give_way);
     tcase_add_test(tc, test_phase_late_marker_needs_the_killed_pid);
+    tcase_add_test(tc, test_phase_late_marker_without_a_pid_says_only_where);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -254,7 +254,8 @@ static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
     if (ph != PH_UNKNOWN && !weak)
         return OOMSCAN_OK;
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(mem, "pid");
-    if (cJSON_IsNumber(pid)) {
+    int in_row = cJSON_IsNumber(pid); /* the line must then be the killed task's row of a table */
+    if (in_row) {
         char want[32];
         snprintf(want, sizeof want, "%.0f", pid->valuedouble);
         const char *msg = li->msg;
@@ -266,8 +267,8 @@ static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
             return OOMSCAN_OK;
     }
     char ev[256];
-    snprintf(ev, sizeof ev, "\"%s\" in the row of the killed task, %llu line(s) after the failure", mk->literal,
-             (unsigned long long)(li->line - last->line));
+    snprintf(ev, sizeof ev, "\"%s\"%s, %llu line(s) after the failure", mk->literal,
+             in_row ? " in the row of the killed task" : "", (unsigned long long)(li->line - last->line));
     return c->sink.set_phase(c->sink.ud, last->finding, (tax_phase)mk->phase, ev, mk->framework) != 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
