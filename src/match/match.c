@@ -5,6 +5,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,11 @@ struct matcher {
      * one. NULL when there are more than 63 prefixes: then the one-byte table alone is asked. */
     uint64_t *pair;
     unsigned char *timed; /* per prefix: it has a group named "time" (matcher_line_time) */
+    /* Per prefix: a byte every match of it contains (PCRE2's last required code unit, when it is not
+     * a letter nor '?': case and the invalid-UTF-8 retry cannot change it), 0 when none. A line
+     * without it is not handed to PCRE2 at all: docker-compose's "svc_1  | " was run, and failed, on
+     * every NCCL INFO line ("node1:77865:77865 [0] ...") a log without stamps was read for. */
+    unsigned char *req;
     int end_timed;        /* some end-of-line prefix has one */
     const char *line;     /* the line strip() works on (NULL outside it), */
     size_t line_len;
@@ -53,11 +59,12 @@ matcher *matcher_new(const pdb *db)
     m->budget = MATCHER_BUDGET_DEFAULT;
     m->first = calloc(db->n_prefixes ? db->n_prefixes : 1, 256);
     m->timed = calloc(db->n_prefixes ? db->n_prefixes : 1, 1);
+    m->req = calloc(db->n_prefixes ? db->n_prefixes : 1, 1);
     if (db->n_prefixes < 64 && !(m->pair = calloc(128 * 128, sizeof *m->pair))) {
         matcher_free(m);
         return NULL;
     }
-    if (!m->md || !m->mctx || !m->skip || !m->first || !m->timed) {
+    if (!m->md || !m->mctx || !m->skip || !m->first || !m->timed || !m->req) {
         matcher_free(m);
         return NULL;
     }
@@ -66,6 +73,14 @@ matcher *matcher_new(const pdb *db)
                       pcre2_substring_number_from_name(db->prefixes[i].re.code, (PCRE2_SPTR) "time") > 0;
     for (size_t i = 0; i < db->n_prefixes; i++)
         m->end_timed |= db->prefixes[i].at_end && m->timed[i];
+    for (size_t i = 0; i < db->n_prefixes; i++) {
+        uint32_t type = 0, cu = 0;
+        const pcre2_code *code = db->prefixes[i].re.code;
+        if (code && pcre2_pattern_info(code, PCRE2_INFO_LASTCODETYPE, &type) == 0 && type == 1 &&
+            pcre2_pattern_info(code, PCRE2_INFO_LASTCODEUNIT, &cu) == 0 && cu > 0 && cu < 0x80 &&
+            !isalpha((int)cu) && cu != '?')
+            m->req[i] = (unsigned char)cu;
+    }
     /* Hostile input must not make one line cost seconds: bound the backtracking. */
     pcre2_set_match_limit(m->mctx, 200000);
     pcre2_set_depth_limit(m->mctx, 5000);
@@ -82,6 +97,7 @@ void matcher_free(matcher *m)
     free(m->skip);
     free(m->first);
     free(m->timed);
+    free(m->req);
     free(m->pair);
     free(m);
 }
@@ -470,6 +486,8 @@ static const char *strip_line(matcher *m, const char *line, size_t len, size_t *
 static size_t try_prefix(matcher *m, size_t i, const char *text, size_t len, line_ctx *ctx, int time_only)
 {
     const pdb_prefix *p = &m->db->prefixes[i];
+    if (m->req[i] && !memchr(text, m->req[i], len))
+        return 0; /* PCRE2 would look for the same byte first, after the cost of a call */
     if (run(m, &p->re, text, len, 0) < 0)
         return 0;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
