@@ -263,6 +263,18 @@ int main(int argc, char **argv)
             return usage(stderr, 2);
         }
     }
+    if (n_dirs == 0)
+        n_dirs = 2;
+    for (int di = 0; di < n_dirs; di++) { /* before anything is allocated: an error leaves nothing behind */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", argv[1], dirs[di]);
+        DIR *dp = opendir(dir);
+        if (!dp) {
+            fprintf(stderr, "corpus_eval: %s: cannot read the set (%s)\n", dir, strerror(errno));
+            return 2;
+        }
+        closedir(dp);
+    }
     oomscan_db *db;
     oomscan_diag d = {0};
     if (oomscan_db_new(&db, &d) || oomscan_db_compile(db, &d)) {
@@ -272,16 +284,12 @@ int main(int argc, char **argv)
     unsigned tp[CLS__COUNT] = {0}, fp[CLS__COUNT] = {0}, fn[CLS__COUNT] = {0}, cases[CLS__COUNT] = {0};
     int clean_bad = 0, n_cases = 0, n_clean = 0;
     phase_tally ph = {0};
-    if (n_dirs == 0)
-        n_dirs = 2;
     for (int di = 0; di < n_dirs; di++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s", argv[1], dirs[di]);
         DIR *dp = opendir(dir);
-        if (!dp) {
-            fprintf(stderr, "corpus_eval: %s: cannot read the set (%s)\n", dir, strerror(errno));
-            return 2;
-        }
+        if (!dp)
+            continue; /* checked before the database was made: gone since */
         char **names = NULL;
         size_t nn = 0;
         struct dirent *e;
