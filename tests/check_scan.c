@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "match/lines.h"
 #include "match/phase.h"
 #include "match/scan.h"
 #include "story/story.h"
@@ -288,7 +289,8 @@ START_TEST(test_scan_count_lines_matches_scalar)
      * rare \r (the AVX2 path counts a block by \n alone until it meets one) */
     static char buf[20000];
     srand(3);
-    for (int round = 0; round < 400; round++) {
+    for (int round = 0; round < 800; round++) {
+        lines_use_avx2(round < 400); /* the AVX2 loop where the CPU has it, then the SSE2 one */
         size_t n = (size_t)(rand() % (round % 4 == 0 ? 20000 : 1000));
         const char *alphabet = round % 8 == 4 ? "\n\n\n\n" : "ab\r\n";
         for (size_t i = 0; i < n; i++)
@@ -304,6 +306,7 @@ START_TEST(test_scan_count_lines_matches_scalar)
             want += buf[i] == '\n' || (buf[i] == '\r' && !(i + 1 < n && buf[i + 1] == '\n'));
         ck_assert_uint_eq(scan_count_lines((const unsigned char *)buf, n), want);
     }
+    lines_use_avx2(1);
 }
 END_TEST
 
@@ -690,22 +693,26 @@ START_TEST(test_scan_line_bounds_match_scalar)
     memset(b + 100, 'x', 90); /* a long line: whole 16-byte blocks without a terminator */
     static const size_t his[] = {0, 1, 15, 16, 17, 100, 189, 190, 191, 299, 300};
     static const size_t los[] = {0, 3, 120}; /* the start is never looked for before lo */
-    for (size_t l = 0; l < sizeof los / sizeof *los; l++)
-        for (size_t h = 0; h < sizeof his / sizeof *his; h++)
-            for (size_t pos = los[l]; pos <= his[h]; pos++) {
-                size_t e = pos;
-                while (e < his[h] && b[e] != '\n' && b[e] != '\r')
-                    e++;
-                size_t s = pos;
-                while (s > los[l] && b[s - 1] != '\n' && b[s - 1] != '\r')
-                    s--;
-                size_t gs, ge;
-                lines_bounds(b, los[l], his[h], pos, &gs, &ge);
-                ck_assert_msg(gs == s && ge == e, "pos %zu lo %zu hi %zu: [%zu, %zu), want [%zu, %zu)", pos, los[l],
-                              his[h], gs, ge, s, e);
-                if (pos < his[h])
-                    ck_assert_uint_eq(lines_eol(b, pos, his[h]), e);
-            }
+    for (int avx2 = 1; avx2 >= 0; avx2--) { /* where the CPU has AVX2, lines_eol's both loops */
+        lines_use_avx2(avx2);
+        for (size_t l = 0; l < sizeof los / sizeof *los; l++)
+            for (size_t h = 0; h < sizeof his / sizeof *his; h++)
+                for (size_t pos = los[l]; pos <= his[h]; pos++) {
+                    size_t e = pos;
+                    while (e < his[h] && b[e] != '\n' && b[e] != '\r')
+                        e++;
+                    size_t s = pos;
+                    while (s > los[l] && b[s - 1] != '\n' && b[s - 1] != '\r')
+                        s--;
+                    size_t gs, ge;
+                    lines_bounds(b, los[l], his[h], pos, &gs, &ge);
+                    ck_assert_msg(gs == s && ge == e, "pos %zu lo %zu hi %zu: [%zu, %zu), want [%zu, %zu)", pos,
+                                  los[l], his[h], gs, ge, s, e);
+                    if (pos < his[h])
+                        ck_assert_uint_eq(lines_eol(b, pos, his[h]), e);
+                }
+    }
+    lines_use_avx2(1);
 }
 END_TEST
 

@@ -81,6 +81,21 @@ __attribute__((target("avx2,popcnt"))) static uint64_t count_avx2(const unsigned
 }
 #endif
 
+#ifdef HAVE_AVX2_PATH
+/* lines_use_avx2(0): the SSE2 loops even on a CPU with AVX2, so that tests run both */
+static int avx2_off;
+static int use_avx2(void) { return !avx2_off && __builtin_cpu_supports("avx2"); }
+#endif
+
+void lines_use_avx2(int on)
+{
+#ifdef HAVE_AVX2_PATH
+    avx2_off = !on;
+#else
+    (void)on;
+#endif
+}
+
 /* Terminators per byte lane, summed without popcount (the default x86-64 target has no popcnt
  * instruction and the libgcc fallback was 5% of a scan): a byte is a terminator when it is \n, or \r
  * not followed by \n; lanes count down from 0 (cmpeq gives -1) for at most 255 blocks, then
@@ -92,7 +107,7 @@ uint64_t scan_count_lines(const unsigned char *p, size_t n)
 #ifdef HAVE_AVX2_PATH
     /* the terminators of every byte the scan reads are counted: a tenth of a scan's instructions in
      * SSE2, a quarter of that with AVX2 on a log without \r */
-    if (n > 32 && __builtin_cpu_supports("avx2"))
+    if (n > 32 && use_avx2())
         return count_avx2(p, n);
 #endif
 #if defined(__SSE2__)
@@ -189,7 +204,7 @@ size_t lines_eol(const unsigned char *b, size_t pos, size_t hi)
     size_t i = pos;
 #ifdef HAVE_AVX2_PATH
     /* once per hit line, a line of 200 bytes or a metrics line of kilobytes */
-    if (hi - pos >= 64 && __builtin_cpu_supports("avx2")) {
+    if (hi - pos >= 64 && use_avx2()) {
         i = eol_avx2(b, pos, hi);
         if (i + 32 <= hi)
             return i;

@@ -24,6 +24,10 @@ size_t lines_eol(const unsigned char *b, size_t pos, size_t hi);
 /* Start of the line holding pos (just after the terminator before it), not before lo. */
 size_t lines_bol(const unsigned char *b, size_t lo, size_t pos);
 
+/* Tests: 0 makes scan_count_lines and lines_eol take their SSE2 loops even where the CPU has AVX2
+ * (the answers must be the same), 1 restores the default. Not thread-safe: set it before scanning. */
+void lines_use_avx2(int on);
+
 /* Read a traceback frame line (`File "PATH", line N, in FUNC`, or faulthandler's `line N in FUNC`),
  * prefixes already stripped: 1 with views of its path and function into msg, 0 if it is none. */
 int lines_parse_frame(const char *msg, size_t n, const char **path, size_t *path_len, const char **func,
