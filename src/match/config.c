@@ -752,6 +752,14 @@ static size_t read_value(const char *b, size_t q, size_t le, char *out)
 }
 
 /* One occurrence of literal `lit` at b[p] in the line b[ls..le). 1 when a value was read. */
+/* The first byte at or after i that is not a space or a tab (le when none). */
+static size_t skip_blanks(const char *b, size_t i, size_t le)
+{
+    while (i < le && (b[i] == ' ' || b[i] == '\t'))
+        i++;
+    return i;
+}
+
 static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
                       size_t p, const char *lit, size_t len, const char *job, const char *file, uint64_t line)
 {
@@ -778,9 +786,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         /* a dotted name is read only before ':', '=' or a Megatron row's dots (below): look there
          * first, so that a name that is not a setting ("'a.b.key': 1" in a flattened dict, a module
          * path) is left without walking back over its prefix */
-        size_t r0 = q;
-        while (r0 < le && (b[r0] == ' ' || b[r0] == '\t'))
-            r0++;
+        size_t r0 = skip_blanks(b, q, le);
         if (r0 == le || (b[r0] != ':' && b[r0] != '=' && b[r0] != '.'))
             return 0;
         /* back over the dotted prefix, noting whether its text is its path as the components would
@@ -823,9 +829,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         quoted = 1;
         q++;
     }
-    size_t r = q;
-    while (r < le && (b[r] == ' ' || b[r] == '\t'))
-        r++;
+    size_t r = skip_blanks(b, q, le);
     char value[VALUE_CAP];
     int yaml = 0;
     if (r < le && (b[r] == ':' || b[r] == '=')) {

@@ -13,22 +13,32 @@
 #include <immintrin.h>
 #define HAVE_AVX2_PATH 1
 
-/* Exactly as the SSE2 loop below, 32 bytes at a time: a terminator is \n, or \r not followed by \n
- * (the byte after the block is read, so the caller leaves 32 bytes of margin). */
-__attribute__((target("avx2"))) static uint64_t count_exact_avx2(const unsigned char *p, size_t n)
+/* The terminators among the 32 bytes at q, one lane each (-1): \n, or \r not followed by \n (q[32]
+ * is read). */
+__attribute__((target("avx2"))) static inline __m256i terminators_avx2(const unsigned char *q)
 {
-    const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r'), zero = _mm256_setzero_si256();
-    __m256i acc = zero;
-    for (size_t i = 0; i < n; i += 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
-        __m256i next = _mm256_loadu_si256((const __m256i *)(p + i + 1));
-        __m256i t = _mm256_or_si256(_mm256_cmpeq_epi8(v, lf),
-                                    _mm256_andnot_si256(_mm256_cmpeq_epi8(next, lf), _mm256_cmpeq_epi8(v, cr)));
-        acc = _mm256_sub_epi8(acc, t);
-    }
-    __m256i s = _mm256_sad_epu8(acc, zero);
+    const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
+    __m256i v = _mm256_loadu_si256((const __m256i *)q);
+    __m256i next = _mm256_loadu_si256((const __m256i *)(q + 1));
+    return _mm256_or_si256(_mm256_cmpeq_epi8(v, lf), _mm256_andnot_si256(_mm256_cmpeq_epi8(next, lf), _mm256_cmpeq_epi8(v, cr)));
+}
+
+/* The 32 byte lanes of acc (each at most 255) added up. */
+__attribute__((target("avx2"))) static inline uint64_t lanes_sum_avx2(__m256i acc)
+{
+    __m256i s = _mm256_sad_epu8(acc, _mm256_setzero_si256());
     return (uint64_t)_mm256_extract_epi64(s, 0) + (uint64_t)_mm256_extract_epi64(s, 1) +
            (uint64_t)_mm256_extract_epi64(s, 2) + (uint64_t)_mm256_extract_epi64(s, 3);
+}
+
+/* Exactly as the SSE2 loop below, 32 bytes at a time (the byte after the block is read, so the caller
+ * leaves 32 bytes of margin). */
+__attribute__((target("avx2"))) static uint64_t count_exact_avx2(const unsigned char *p, size_t n)
+{
+    __m256i acc = _mm256_setzero_si256();
+    for (size_t i = 0; i < n; i += 32)
+        acc = _mm256_sub_epi8(acc, terminators_avx2(p + i));
+    return lanes_sum_avx2(acc);
 }
 
 /* Terminators of p[0..n), n > 32: 255 blocks of 32 bytes at a time (a lane counts to 255). Most logs
@@ -57,9 +67,7 @@ __attribute__((target("avx2,popcnt"))) static uint64_t count_avx2(const unsigned
                 anycr = _mm256_or_si256(anycr, _mm256_cmpeq_epi8(v, cr));
             }
             if (_mm256_testz_si256(anycr, anycr)) {
-                __m256i s = _mm256_sad_epu8(acc, zero);
-                total += (uint64_t)_mm256_extract_epi64(s, 0) + (uint64_t)_mm256_extract_epi64(s, 1) +
-                         (uint64_t)_mm256_extract_epi64(s, 2) + (uint64_t)_mm256_extract_epi64(s, 3);
+                total += lanes_sum_avx2(acc);
             } else {
                 total += count_exact_avx2(p + i, len);
                 exact = 1;
@@ -69,11 +77,7 @@ __attribute__((target("avx2,popcnt"))) static uint64_t count_avx2(const unsigned
     }
     /* bytes [i, n - 1) from the 32 ending before the last byte; the last byte has no next: a \r there
      * ends a line (as in the loops below) */
-    const unsigned char *q = p + n - 33;
-    __m256i v = _mm256_loadu_si256((const __m256i *)q);
-    __m256i next = _mm256_loadu_si256((const __m256i *)(q + 1));
-    __m256i t = _mm256_or_si256(_mm256_cmpeq_epi8(v, lf),
-                                _mm256_andnot_si256(_mm256_cmpeq_epi8(next, lf), _mm256_cmpeq_epi8(v, cr)));
+    __m256i t = terminators_avx2(p + n - 33);
     size_t counted = i - (n - 33); /* 1..32 lanes hold bytes already counted */
     if (counted < 32)
         total += (uint64_t)__builtin_popcount((uint32_t)_mm256_movemask_epi8(t) >> counted);
