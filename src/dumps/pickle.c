@@ -385,7 +385,7 @@ static oomscan_status step(rd *r, int *stop)
         return st;
     unsigned op = r->p[r->pos++];
     const unsigned char *a = r->p + r->pos;
-    size_t from;
+    size_t from = 0; /* set by take_mark before any use; GCC -O3 cannot see that through fail() */
     cJSON *x, *y, *z;
     switch (op) {
     case 0x80: /* PROTO */

@@ -261,15 +261,19 @@ const char *input_sniff(const void *head, size_t n) { return kind_name(sniff_kin
 static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, const char *member,
                             const char *comp, int layers, int adepth);
 
-/* "a" + sep + "b", either side may be empty. */
+/* "a" + sep + "b", either side may be empty; cut at cap (a container name is a label, and the
+ * check of snprintf's result is what tells GCC's -Wformat-truncation that the cut is meant). */
 static void join(char *out, size_t cap, const char *a, const char *sep, const char *b)
 {
+    int n;
     if (!a || !*a)
-        snprintf(out, cap, "%s", b ? b : "");
+        n = snprintf(out, cap, "%s", b ? b : "");
     else if (!b || !*b)
-        snprintf(out, cap, "%s", a);
+        n = snprintf(out, cap, "%s", a);
     else
-        snprintf(out, cap, "%s%s%s", a, sep, b);
+        n = snprintf(out, cap, "%s%s%s", a, sep, b);
+    if (n < 0 && cap)
+        out[0] = '\0';
 }
 
 static oomscan_status deliver(input_ctx *c, input_stream *s, const char *outer, const char *member,
