@@ -461,6 +461,32 @@ START_TEST(test_config_last_value_wins_and_jobs_apart)
 }
 END_TEST
 
+/* The store's index (CONFIG_SLOTS) finds a setting read again without a search: with four times as
+ * many paths as slots, read over and over in turn, each path keeps one entry and its latest value, and
+ * a job id longer than an entry keeps (31 bytes) finds its entry again instead of adding one a read. */
+START_TEST(test_config_reads_again_keep_one_entry_each)
+{
+    config_store *st = NULL;
+    char path[64], value[16];
+    const char *long_job = "job-0123456789abcdef0123456789abcdef0123";
+    for (int round = 0; round < 5; round++)
+        for (int k = 0; k < 4 * CONFIG_SLOTS; k++) {
+            snprintf(path, sizeof path, "trainer.group%d.micro_batch_size", k);
+            snprintf(value, sizeof value, "%d", round * 1000 + k);
+            ck_assert_int_eq(config_put(&st, path, value, k % 2 ? long_job : "7", "a.log", (uint64_t)round), 0);
+        }
+    ck_assert_uint_eq(st->n, 4 * CONFIG_SLOTS);
+    for (int k = 0; k < 4 * CONFIG_SLOTS; k++) {
+        snprintf(path, sizeof path, "trainer.group%d.micro_batch_size", k);
+        snprintf(value, sizeof value, "%d", 4000 + k);
+        const config_entry *e = config_get(st, path, k % 2 ? "" : "7");
+        ck_assert_ptr_nonnull(e);
+        EQ(e->value, value);
+    }
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_config_names_in_code_are_not_values)
 {
     const char *lits[] = {"ppo_micro_batch_size_per_gpu", "ppo_mini_batch_size"};
@@ -533,6 +559,7 @@ int main(void)
     tcase_add_test(tc, test_config_sglang_server_args);
     tcase_add_test(tc, test_config_sbatch_directives);
     tcase_add_test(tc, test_config_last_value_wins_and_jobs_apart);
+    tcase_add_test(tc, test_config_reads_again_keep_one_entry_each);
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
     tcase_add_test(tc, test_config_propose_rules);
     tcase_add_test(tc, test_config_version_compare);

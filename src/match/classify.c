@@ -147,30 +147,33 @@ static oomscan_status capture_version(classifier *c, const scan_view *v, size_t 
                : OOMSCAN_OK;
 }
 
-oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line)
+oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
+                              size_t le)
 {
     const pdb_literal *l = &c->db->literals[lit];
     for (size_t k = 0; k < l->n_targets; k++) {
         const pdb_target *tg = &l->targets[k];
         if (tg->kind == LIT_MARKER) {
             phase_marker(c->ps, tg->index, line);
-        } else if (tg->kind == LIT_FRAMEWORK) {
+            continue;
+        }
+        if (tg->kind == LIT_FRAMEWORK) {
             phase_framework_vote(c->ps, c->db->fw_rules[tg->index].framework);
-        } else if (tg->kind == LIT_VERSION) {
-            size_t s, e;
-            lines_bounds(v->buf, 0, v->region_end, pos, &s, &e);
-            if (capture_version(c, v, tg->index, s, e, line))
+            continue;
+        }
+        if (*ls == SIZE_MAX)
+            *ls = lines_bol(v->buf, 0, pos);
+        if (tg->kind == LIT_VERSION) {
+            if (capture_version(c, v, tg->index, *ls, le, line))
                 return OOMSCAN_ERR_NOMEM;
         } else {
             /* a printed setting is read where the prefilter found its name (its first occurrence in
              * the line: the scanner hands each literal over once per line, at its first hit): a log
              * that echoes settings stays on the fast path */
-            size_t s, e;
-            lines_bounds(v->buf, 0, v->region_end, pos, &s, &e);
             const char *name = c->db->config_lits[tg->index];
             config_store **st = job_store(c);
-            if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf, v->base, s, pos, e,
-                                           c->src->job_id, c->src->path, line) < 0)
+            if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf,
+                                           v->base, *ls, pos, le, c->src->job_id, c->src->path, line) < 0)
                 return OOMSCAN_ERR_NOMEM;
         }
     }

@@ -48,8 +48,11 @@ void classifier_free(classifier *c);
 void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, const scan_sink *sink);
 
 /* A literal whose targets are all context or settings (classify_is_cheap) found at v->buf[pos], on
- * line `line`: they act at once, without the line being stripped or matched. */
-oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line);
+ * line `line`, which ends at v->buf[le] (lines_eol): they act at once, without the line being stripped
+ * or matched. *ls is where the line starts, SIZE_MAX while unknown: found (and kept there) only when a
+ * target reads the line, so the several literals of one line look for its start once. */
+oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
+                              size_t le);
 int classify_is_cheap(const pdb *db, size_t lit);
 
 /* The line v->buf[start..end), numbered `line`, holding literals lits[0..n) (indices into

@@ -23,11 +23,31 @@ typedef struct {
     size_t n;
 } comps;
 
-/* isalnum in the C locale (oomscan never sets another), without a call per byte */
-static int ident(int c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+/* The bytes of a name by their value: 'i' a letter, digit or '_' (isalnum in the C locale, which
+ * oomscan never changes, or '_'), 'n' the '.' and '-' a dotted or dashed name also holds, '.' none.
+ * A lookup, not a call or a chain of compares: the walks back over a dotted prefix test every byte. */
+static const char NAME_CLASS[257] =
+    "................" /* 00 */
+    "................" /* 10 */
+    ".............nn." /* 20 */
+    "iiiiiiiiii......" /* 30 */
+    ".iiiiiiiiiiiiiii" /* 40 */
+    "iiiiiiiiiii....i" /* 50 */
+    ".iiiiiiiiiiiiiii" /* 60 */
+    "iiiiiiiiiii....." /* 70 */
+    "................" /* 80 */
+    "................" /* 90 */
+    "................" /* a0 */
+    "................" /* b0 */
+    "................" /* c0 */
+    "................" /* d0 */
+    "................" /* e0 */
+    "................" /* f0 */;
+
+static int ident(int c) { return NAME_CLASS[(unsigned char)c] == 'i'; }
+
+/* ident, '.' or '-': a byte of a dotted setting name ("actor_rollout_ref.actor.ppo-epochs") */
+static int name_byte(int c) { return NAME_CLASS[(unsigned char)c] != '.'; }
 
 /* ---- keys --------------------------------------------------------------------------------- */
 
@@ -153,9 +173,8 @@ static uint64_t tail_word(const char *s, size_t n)
     return w;
 }
 
-static uint32_t entry_hash(const char *path, const char *job)
+static uint32_t entry_hash(const char *path, size_t n, const char *job, size_t m)
 {
-    size_t n = strlen(path), m = strlen(job);
     uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull + m;
     h = (h ^ tail_word(path, n)) * 0xff51afd7ed558ccdull;
     h = (h ^ tail_word(path, n > 8 ? n - 8 : 0)) * 0xc4ceb9fe1a85ec53ull;
@@ -184,20 +203,39 @@ static int set_string(char **dst, const char *src)
     return 0;
 }
 
-/* Set path = value for job; the last read of a key in a job wins. */
-static int put(config_store **sp, const char *path, const char *value, const char *job, const char *file,
-               uint64_t line)
+static int same_entry(const config_entry *e, uint32_t h, const char *path, const char *job)
+{
+    return e->hash == h && strcmp(e->path, path) == 0 && strcmp(e->job, job) == 0;
+}
+
+/* Set path (plen bytes) = value for job; the last read of a key in a job wins. */
+static int put(config_store **sp, const char *path, size_t plen, const char *value, const char *job,
+               const char *file, uint64_t line)
 {
     if (!*sp && !(*sp = calloc(1, sizeof **sp)))
         return -1;
     config_store *s = *sp;
     if (!job)
         job = "";
-    uint32_t h = entry_hash(path, job);
+    /* the job as an entry keeps it (cut to 31 bytes), so that a long job id finds its entries again */
+    char cut[sizeof s->e[0].job];
+    size_t jl = strlen(job);
+    if (jl >= sizeof cut) {
+        jl = sizeof cut - 1;
+        memcpy(cut, job, jl);
+        cut[jl] = '\0';
+        job = cut;
+    }
+    uint32_t h = entry_hash(path, plen, job, jl);
+    uint32_t *slot = &s->slot[h % CONFIG_SLOTS];
     size_t i;
-    for (i = 0; i < s->n; i++)
-        if (s->e[i].hash == h && strcmp(s->e[i].path, path) == 0 && strcmp(s->e[i].job, job) == 0)
-            break;
+    if (*slot && same_entry(&s->e[*slot - 1], h, path, job)) {
+        i = *slot - 1;
+    } else {
+        for (i = 0; i < s->n; i++)
+            if (same_entry(&s->e[i], h, path, job))
+                break;
+    }
     if (i == s->n) {
         if (s->n == s->cap) {
             size_t cap = s->cap ? s->cap * 2 : 32;
@@ -211,9 +249,10 @@ static int put(config_store **sp, const char *path, const char *value, const cha
         if (!(s->e[i].path = strdup(path)))
             return -1;
         snprintf(s->e[i].job, sizeof s->e[i].job, "%s", job);
-        s->e[i].hash = entry_hash(path, s->e[i].job); /* of the job as kept (cut to its 31 bytes) */
+        s->e[i].hash = h;
         s->n++;
     }
+    *slot = (uint32_t)i + 1;
     config_entry *e = &s->e[i];
     /* A config dump read again (every step of a settings-heavy log) mostly repeats value and file:
        keep the strings held then instead of copying them anew for each line. */
@@ -227,7 +266,7 @@ static int put(config_store **sp, const char *path, const char *value, const cha
 int config_put(config_store **st, const char *path, const char *value, const char *job, const char *file,
                uint64_t line)
 {
-    return put(st, path, value, job, file, line);
+    return put(st, path, strlen(path), value, job, file, line);
 }
 
 typedef struct {
@@ -265,7 +304,7 @@ int config_store_merge(config_store **dst, config_store **src)
         return 0;
     int rc = 0;
     for (size_t i = 0; i < s->n && rc == 0; i++)
-        rc = put(dst, s->e[i].path, s->e[i].value, s->e[i].job, s->e[i].file, s->e[i].line);
+        rc = put(dst, s->e[i].path, strlen(s->e[i].path), s->e[i].value, s->e[i].job, s->e[i].file, s->e[i].line);
     config_store_free(s);
     *src = NULL;
     return rc;
@@ -472,7 +511,7 @@ static void track(config_tracker *t, const char *b, size_t from, size_t to)
 static size_t yaml_opener(const char *b, size_t k, size_t e)
 {
     size_t ke = k;
-    while (ke < e && (ident(b[ke]) || b[ke] == '-' || b[ke] == '.'))
+    while (ke < e && name_byte(b[ke]))
         ke++;
     size_t r = ke;
     while (r < e && b[r] == ' ')
@@ -539,7 +578,7 @@ static void yaml_line(config_tracker *t, const char *b, size_t s, size_t e)
     while (ke > s && b[ke - 1] == ' ')
         ke--;
     size_t ks = ke;
-    while (ks > s && (ident(b[ks - 1]) || b[ks - 1] == '-' || b[ks - 1] == '.'))
+    while (ks > s && name_byte(b[ks - 1]))
         ks--;
     if (ks == ke || (ks > s && b[ks - 1] != ' '))
         return;
@@ -607,6 +646,42 @@ static void yaml_track(config_tracker *t, const char *b, size_t from, size_t to)
     }
 }
 
+/* Whether buf[i..to) holds nothing the tracker reads: no bracket (track), no '#' and no ':' or ' '
+ * before a line's end (yaml_candidate, whose pairs lie within [i, to)). One pass over the bytes for
+ * both, the last block overlapping the one before it instead of a byte loop over the tail: between two
+ * settings of an echoing log there are a few hundred bytes, and the two loops' tails cost more than
+ * their blocks. */
+static int quiet(const char *b, size_t i, size_t to)
+{
+#if defined(__SSE2__)
+    if (to - i >= 17) {
+        const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+        for (size_t k = i;; k += 16) {
+            if (k + 17 > to)
+                k = to - 17;
+            __m128i a = _mm_loadu_si128((const __m128i *)(b + k)), n = _mm_loadu_si128((const __m128i *)(b + k + 1));
+            __m128i br = _mm_or_si128(
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('(')), _mm_cmpeq_epi8(a, _mm_set1_epi8(')'))),
+                             _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('[')), _mm_cmpeq_epi8(a, _mm_set1_epi8(']')))),
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('{')), _mm_cmpeq_epi8(a, _mm_set1_epi8('}'))),
+                             _mm_cmpeq_epi8(a, _mm_set1_epi8('#'))));
+            __m128i eol = _mm_or_si128(_mm_cmpeq_epi8(n, lf), _mm_cmpeq_epi8(n, cr));
+            __m128i last = _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(':')), _mm_cmpeq_epi8(a, _mm_set1_epi8(' ')));
+            if (_mm_movemask_epi8(_mm_or_si128(br, _mm_and_si128(eol, last))))
+                return 0;
+            if (k + 17 == to) /* pairs up to (to-2, to-1) seen; the last byte as a bracket: */
+                return !memchr("()[]{}#", b[to - 1], 7);
+        }
+    }
+#endif
+    for (; i < to; i++) {
+        char x = b[i];
+        if (memchr("()[]{}#", x, 7) || (i + 1 < to && (x == ':' || x == ' ') && (b[i + 1] == '\n' || b[i + 1] == '\r')))
+            return 0;
+    }
+    return 1;
+}
+
 /* Bring the tracker to buf[ls] (a line start; buf[0] at stream offset base). It restarts (at most
  * CONFIG_BACK_CAP before ls) when it lost its place: never used, the bytes since gone from the
  * buffer, or too far behind to be worth reading. */
@@ -620,6 +695,13 @@ static void track_to(config_tracker *t, const char *b, uint64_t base, size_t ls)
         t->ymid = from > 0 && b[from - 1] != '\n';
     } else {
         from = (size_t)(t->upto - base);
+        if (!t->yn && !t->ymid && quiet(b, from, ls)) {
+            /* no bracket, no YAML block: all track and yaml_track would do is note the last line's end */
+            if (ls > from)
+                t->ymid = b[ls - 1] != '\n';
+            t->upto = target;
+            return;
+        }
     }
     track(t, b, from, ls);
     yaml_track(t, b, from, ls);
@@ -792,20 +874,21 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         /* back over the dotted prefix, noting whether its text is its path as the components would
          * give it (plain): none empty or cut at COMP_CAP, fewer than CONFIG_MAX_COMPONENTS with the
          * leaf; then the components are not built one by one */
-        size_t s = p - 1, run = 0, dots = 1;
-        int bad = len >= COMP_CAP;
-        while (s > ls && (ident(b[s - 1]) || b[s - 1] == '.' || b[s - 1] == '-')) {
+        size_t s = p - 1, dots = 1;
+        while (s > ls && name_byte(b[s - 1]))
             s--;
-            if (b[s] == '.') {
-                bad |= run == 0 || run >= COMP_CAP;
-                dots++;
-                run = 0;
-            } else {
-                run++;
-                dashed |= b[s] == '-';
-            }
+        /* then its components, between the dots of b[s..p-1) (b[p-1] is the dot before the leaf) */
+        int bad = len >= COMP_CAP;
+        for (size_t c = s;;) {
+            const char *d = memchr(b + c, '.', p - 1 - c);
+            size_t e = d ? (size_t)(d - b) : p - 1;
+            bad |= e == c || e - c >= COMP_CAP;
+            if (!d)
+                break;
+            dots++;
+            c = e + 1;
         }
-        bad |= run == 0 || run >= COMP_CAP;
+        dashed = memchr(b + s, '-', p - 1 - s) != NULL;
         dotted_from = s;
         plain = !bad && dots + 1 < CONFIG_MAX_COMPONENTS;
         /* the dotted prefix of a Hydra override (actor_rollout_ref.actor.x=32) */
@@ -870,7 +953,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         for (char *d = dashed ? joined : memchr(joined + o, '-', len); d && *d; d++)
             if (*d == '-')
                 *d = '_';
-        return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
+        return put(st, joined, o + len, value, job, file, line) == 0 ? 1 : -1;
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
         size_t l2 = len < COMP_CAP ? len : COMP_CAP - 1;
@@ -888,7 +971,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         o += l;
     }
     joined[o] = '\0';
-    return put(st, joined, value, job, file, line) == 0 ? 1 : -1;
+    return put(st, joined, o, value, job, file, line) == 0 ? 1 : -1;
 }
 
 /* memmem for a setting name in the rest of a line: its first byte found with memchr, the rest

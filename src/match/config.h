@@ -28,9 +28,12 @@ typedef struct {
     uint32_t hash; /* of path and job, for finding the entry again */
 } config_entry;
 
+#define CONFIG_SLOTS 64 /* the store's index: a setting read again is found without a search */
+
 typedef struct config_store {
     config_entry *e;
     size_t n, cap;
+    uint32_t slot[CONFIG_SLOTS]; /* by entry hash: 1 + the index of the entry last found there, 0 none */
     uint64_t next_seq;
     uint64_t *clock; /* shared with the other jobs' stores of one story: reads ordered across them; or NULL */
 } config_store;

@@ -110,6 +110,7 @@ struct scanner {
     int eager_stamps;               /* read them so: the helper reads those of its part (prefilter_region) */
     const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
     int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == 2) */
+    size_t line_start; /* where that line starts, SIZE_MAX until a cheap target needed it */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
     size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
     size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
@@ -334,6 +335,7 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
         sc->line_pos = pos;
         sc->line_stamp = sc->replay_stamp;
         sc->line_settings = 1;
+        sc->line_start = SIZE_MAX;
         sc->n_seen = 0;
     }
     /* one literal acts once per line, however often it occurs there */
@@ -346,7 +348,8 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     sc->line_settings &= sc->cheap[lit] == 2;
     if (sc->cheap[lit]) {
         scan_view v = view(sc);
-        oomscan_status st = classify_cheap(sc->cl, &v, lit, pos, line_number_at(sc, pos));
+        oomscan_status st =
+            classify_cheap(sc->cl, &v, lit, pos, line_number_at(sc, pos), &sc->line_start, sc->line_end);
         if (st) {
             sc->status = st;
             return SIZE_MAX;
