@@ -490,7 +490,7 @@ static void scan_events(const char *text, size_t n, int helper, event_log *l, sc
     scanner *sc = scanner_new(db);
     ck_assert_ptr_nonnull(sc);
     if (helper)
-        ck_assert_int_eq(scanner_use_helper(sc), 0);
+        ck_assert_int_eq(scanner_use_helper(sc, 2), 0);
     phase_state *ps = phase_new(db);
     const scan_sink *next = story_sink(st);
     l->next = next;
@@ -504,6 +504,48 @@ static void scan_events(const char *text, size_t n, int helper, event_log *l, sc
     story_free(st);
     pdb_free(db);
 }
+
+/* The helper shares a source's prefilter pass only where a core is spare for it: a source decoded in
+ * a thread of its own (a gzip file's read-ahead) keeps one busy, so with two cores it is scanned by one
+ * thread, with three by two; a plain source is split with two. The findings are the same each way. */
+static uint64_t split_regions(const char *text, size_t n, unsigned cores, int decoder_thread, size_t *found)
+{
+    pdb *db = testdb_new();
+    story *st = story_new();
+    scanner *sc = scanner_new(db);
+    ck_assert_ptr_nonnull(sc);
+    ck_assert_int_eq(scanner_use_helper(sc, cores), 0);
+    phase_state *ps = phase_new(db);
+    membuf m = {text, n, 0, 0};
+    scan_source src = {.path = "mem.log", .decoder_thread = decoder_thread};
+    scan_result res;
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL), OOMSCAN_OK);
+    story_finish(st, "");
+    *found = st->n;
+    scanner_free(sc);
+    phase_free(ps);
+    story_free(st);
+    pdb_free(db);
+    return res.regions_split;
+}
+
+START_TEST(test_scan_helper_leaves_a_decoder_thread_its_core)
+{
+    size_t cap = 4u << 20, n = 0;
+    char *text = malloc(cap + 256);
+    ck_assert_ptr_nonnull(text);
+    for (unsigned k = 1; n < cap; k++)
+        n += (size_t)snprintf(text + n, 256, k % 4099 ? "step %u loss 0.25 lr 1e-5\n" : "Killed\n", k);
+    size_t plain = 0, decoded2 = 0, decoded3 = 0;
+    ck_assert_uint_gt(split_regions(text, n, 2, 0, &plain), 0);
+    ck_assert_uint_eq(split_regions(text, n, 2, 1, &decoded2), 0);
+    ck_assert_uint_gt(split_regions(text, n, 3, 1, &decoded3), 0);
+    ck_assert_uint_gt(plain, 0);
+    ck_assert_uint_eq(decoded2, plain);
+    ck_assert_uint_eq(decoded3, plain);
+    free(text);
+}
+END_TEST
 
 START_TEST(test_scan_helper_reads_stamps_and_counts_lines_as_one_thread)
 {
@@ -739,6 +781,7 @@ int main(void)
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);
+    tcase_add_test(tc, test_scan_helper_leaves_a_decoder_thread_its_core);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_join_does_not_take_the_next_lines_own_message);
     tcase_add_test(tc, test_scan_required_continuation_confirms_or_drops);

@@ -57,7 +57,7 @@ static inline run_out scan_text(pdb *db, const char *data, size_t len, size_t st
     scanner *sc = scanner_new(o.db);
     ck_assert_ptr_nonnull(sc);
     if (helper)
-        ck_assert_int_eq(scanner_use_helper(sc), 0);
+        ck_assert_int_eq(scanner_use_helper(sc, 2), 0);
     phase_state *ps = phase_new(o.db);
     membuf m = {data, len, 0, step};
     scan_source src = {.path = "mem.log"};

@@ -84,6 +84,7 @@ struct input_ctx {
     uint64_t delivered; /* decoded bytes handed to the caller */
     uint64_t members;   /* archive entries seen, nested ones included */
     int stopped;        /* a limit was hit: deliver nothing more */
+    int decoder_thread; /* the bytes now delivered are decoded by the read-ahead's thread */
     char depth_note[160];
 };
 
@@ -285,7 +286,7 @@ static oomscan_status deliver(input_ctx *c, input_stream *s, const char *outer, 
         snprintf(container, sizeof container, "%s", outer);
     else
         join(container, sizeof container, outer, "/", own);
-    input_source_info info = {c->path, member, container};
+    input_source_info info = {c->path, member, container, c->decoder_thread};
     s->counted = c;
     if (c->fn(c->ud, &info, s) != 0)
         return diag_set(c->diag, OOMSCAN_ERR_CANCELLED, c->path, "stopped by the caller");
@@ -343,7 +344,9 @@ static oomscan_status open_codec(input_ctx *c, input_stream *s, kind k, const ch
         stream_init(&inner, codec_pull, &z);
     char chain[KIND_LEN];
     join(chain, sizeof chain, kind_name(k), "+", comp);
+    c->decoder_thread = ra != NULL; /* only the outermost layer has one: set for all it delivers */
     oomscan_status st = layer(c, &inner, outer, member, chain, layers + 1, adepth);
+    c->decoder_thread = 0;
     input_ra_stop(ra); /* before freeing the decoder: the thread may still be inside it */
     gz_free(z.g);
     dec_free(z.d);

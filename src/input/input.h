@@ -25,6 +25,8 @@ typedef struct {
     const char *path;      /* the outer input as the user named it ("-" is shown as "<stdin>") */
     const char *member;    /* path inside the archive, NULL for a plain or singly compressed file */
     const char *container; /* what was sniffed: "text", "gzip", "zstd", "xz", "bzip2", "tar", "tar+gzip", "zip", ... */
+    int decoder_thread;    /* its bytes are decoded in a thread of their own (a compressed regular file's
+                            * read-ahead), which keeps a core busy while the source is read */
 } input_source_info;
 
 /* Bounds on the work one input may cause (docs/reliability.md). 0 in a field means its default. */

@@ -115,6 +115,8 @@ struct scanner {
     size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
     size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
     splitter *split; /* NULL: one thread */
+    unsigned split_cores; /* scanner_use_helper's `cores` */
+    uint64_t n_split;     /* regions split in this run (scan_result.regions_split) */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
 };
 
@@ -447,8 +449,9 @@ static void splitter_free_parts(splitter *h)
     free(h);
 }
 
-int scanner_use_helper(scanner *sc)
+int scanner_use_helper(scanner *sc, unsigned cores)
 {
+    sc->split_cores = cores;
     if (sc->split)
         return 0;
     splitter *h = calloc(1, sizeof *h);
@@ -483,10 +486,11 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
     const prefilter *pf = sc->db->pf;
     splitter *h = sc->split;
     sc->eager_stamps = 0;
-    if (!h || end < 2 * SPLIT_MIN) {
+    if (!h || end < 2 * SPLIT_MIN || (sc->src->decoder_thread && sc->split_cores < 3)) {
         prefilter_scan(pf, sc->buf, 0, end, avail, on_hit, sc);
         return;
     }
+    sc->n_split++;
     /* The scanner's thread also handles the hits, of both parts, and reads the input: its part of the
      * prefilter work (`share`) is moved, a 64th per region, towards where both threads finish their
      * parts at once: it was 40% always, which left the helper idle for a third of a mixed log's scan
@@ -685,6 +689,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     sc->counted_to = 0;
     sc->jump_pos = SIZE_MAX;
     sc->lines_before = src->base_line;
+    sc->n_split = 0;
     sc->clock.have = src->time0 != NULL;
     if (src->time0)
         sc->clock.last = *src->time0;
@@ -733,6 +738,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     res->lines = sc->lines_before - src->base_line;
     if (sc->base > src->base_offset && sc->last_byte != '\n' && sc->last_byte != '\r')
         res->lines++;
+    res->regions_split = sc->n_split;
     res->have_time = sc->clock.have;
     res->last_time = sc->clock.last;
     return sc->status;

@@ -36,6 +36,7 @@ typedef void (*scan_progress_fn)(void *ud, uint64_t bytes);
 
 typedef struct {
     uint64_t bytes, lines, lines_cut;
+    uint64_t regions_split; /* buffers whose prefilter pass the helper shared (scanner_use_helper) */
     int read_error; /* the read callback returned -1 */
     int have_time;  /* last_time holds the last stamp seen (to resume after this source) */
     timefmt last_time;
@@ -46,9 +47,12 @@ void scanner_free(scanner *sc);
 
 /* Give the scanner a helper thread (for one input when a core is spare): each buffer's prefilter pass
  * is split in two halves run at once, and the hits are replayed in order, so findings, line numbers
- * and output are exactly those of one thread. 0, or -1 when no thread could be had (the scanner
- * then works alone, as before). The thread ends in scanner_free. */
-int scanner_use_helper(scanner *sc);
+ * and output are exactly those of one thread. `cores`: how many this scanner's input may keep busy,
+ * its own thread's included; a source whose bytes a decoder thread makes (scan_source.decoder_thread)
+ * is split only from three, since that thread takes one (on two cores, splitting a gzip input made it
+ * slower: three threads on two cores). 0, or -1 when no thread could be had (the scanner then works
+ * alone, as before). The thread ends in scanner_free. */
+int scanner_use_helper(scanner *sc, unsigned cores);
 
 /* The regex work budget of the next input (matcher_budget_reset; 0: the default), and the note saying
  * it was spent (NULL while it lasts). */

@@ -298,7 +298,8 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     phase_reset_source(c->ps);
     int budget_spent = scanner_regex_note(c->sc) != NULL;
     size_t ri = (size_t)(r - u->recs);
-    session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units)},
+    session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units),
+                                 .decoder_thread = info->decoder_thread},
                          .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
                          .progress_ud = c, .dumps = &u->dumps};
     oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
@@ -409,8 +410,8 @@ static void *worker(void *arg)
     phase_state *ps = phase_new(s->db->p);
     if (!sc || !ps)
         w->status = OOMSCAN_ERR_NOMEM;
-    if (sc && s->split_scan)
-        (void)scanner_use_helper(sc); /* without it the scan is only slower, never different */
+    if (sc && s->split_cores >= 2)
+        (void)scanner_use_helper(sc, s->split_cores); /* without it the scan is only slower, never different */
     for (;;) {
         pthread_mutex_lock(&s->mu);
         size_t i = s->next_unit++;
@@ -491,7 +492,7 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
     }
     size_t todo = s->n_units - first;
     /* fewer inputs than cores: the spare cores split each input's prefilter pass (docs/performance.md) */
-    s->split_scan = todo > 0 && jobs >= 2 * todo;
+    s->split_cores = todo > 0 ? jobs / (unsigned)todo : 0;
     if (jobs > todo)
         jobs = todo ? (unsigned)todo : 1;
     /* stdin can only be read once and by one reader; nothing else needs care */

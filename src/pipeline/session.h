@@ -59,7 +59,7 @@ struct oomscan_scan {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t next_unit;
-    int split_scan; /* cores to spare (at least two per worker): each worker's scanner takes a helper */
+    unsigned split_cores; /* cores per worker: from two on, each worker's scanner takes a helper */
 };
 
 /* Append an input record (path and member copied, everything else zero) to recs/n; NULL when out of
