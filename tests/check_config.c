@@ -487,6 +487,66 @@ START_TEST(test_config_reads_again_keep_one_entry_each)
 }
 END_TEST
 
+/* A setting read again where the enclosing keys are the same finds its entry without building its
+ * path (config_tracker.memo); where they changed it must not: two blocks of one dump name the same
+ * setting, the tracker left with as many brackets (or YAML lines) open after the second block's
+ * opener as after the first's. Each dump is printed twice with other values, the second setting of a
+ * block repeating the first (a memo hit). Dotted names of the same length are told apart by text. */
+static const char *exact(const config_store *st, const char *path)
+{
+    const config_entry *e = config_get(st, path, "");
+    return e ? e->value : "(none)";
+}
+
+START_TEST(test_config_memo_follows_the_enclosing_keys)
+{
+    const char *lits[] = {"ppo_micro_batch_size_per_gpu"};
+    const char brace[] = "(TaskRunner pid=1) {'actor': {\n"
+                         "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 2,\n"
+                         "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 3},\n"
+                         "(TaskRunner pid=1)  'critic': {\n"
+                         "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 4,\n"
+                         "(TaskRunner pid=1)     'x': 1}}\n"
+                         "(TaskRunner pid=1) {'actor': {\n"
+                         "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 8,\n"
+                         "(TaskRunner pid=1)     'x': 1},\n"
+                         "(TaskRunner pid=1)  'critic': {\n"
+                         "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 16,\n"
+                         "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 32}}\n";
+    config_store *st = capture(brace, lits, 1);
+    ck_assert_uint_eq(st->n, 2);
+    EQ(exact(st, "actor.ppo_micro_batch_size_per_gpu"), "8");
+    EQ(exact(st, "critic.ppo_micro_batch_size_per_gpu"), "32");
+    config_store_free(st);
+
+    const char yaml[] = "actor:\n"
+                        "  ppo_micro_batch_size_per_gpu: 2\n"
+                        "  ppo_micro_batch_size_per_gpu: 3\n"
+                        "critic:\n"
+                        "  ppo_micro_batch_size_per_gpu: 4\n"
+                        "actor:\n"
+                        "  ppo_micro_batch_size_per_gpu: 8\n"
+                        "critic:\n"
+                        "  ppo_micro_batch_size_per_gpu: 16\n"
+                        "  ppo_micro_batch_size_per_gpu: 32\n";
+    st = capture(yaml, lits, 1);
+    ck_assert_uint_eq(st->n, 2);
+    EQ(exact(st, "actor.ppo_micro_batch_size_per_gpu"), "8");
+    EQ(exact(st, "critic.ppo_micro_batch_size_per_gpu"), "32");
+    config_store_free(st);
+
+    const char dotted[] = "  ab.ppo_micro_batch_size_per_gpu=1 \\\n"
+                          "  cd.ppo_micro_batch_size_per_gpu=2 \\\n"
+                          "  ab.ppo_micro_batch_size_per_gpu=3 \\\n"
+                          "  ab.ppo_micro_batch_size_per_gpu=5 \\\n";
+    st = capture(dotted, lits, 1);
+    ck_assert_uint_eq(st->n, 2);
+    EQ(exact(st, "ab.ppo_micro_batch_size_per_gpu"), "5");
+    EQ(exact(st, "cd.ppo_micro_batch_size_per_gpu"), "2");
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_config_names_in_code_are_not_values)
 {
     const char *lits[] = {"ppo_micro_batch_size_per_gpu", "ppo_mini_batch_size"};
@@ -560,6 +620,7 @@ int main(void)
     tcase_add_test(tc, test_config_sbatch_directives);
     tcase_add_test(tc, test_config_last_value_wins_and_jobs_apart);
     tcase_add_test(tc, test_config_reads_again_keep_one_entry_each);
+    tcase_add_test(tc, test_config_memo_follows_the_enclosing_keys);
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
     tcase_add_test(tc, test_config_propose_rules);
     tcase_add_test(tc, test_config_version_compare);

@@ -49,6 +49,37 @@ static int ident(int c) { return NAME_CLASS[(unsigned char)c] == 'i'; }
 /* ident, '.' or '-': a byte of a dotted setting name ("actor_rollout_ref.actor.ppo-epochs") */
 static int name_byte(int c) { return NAME_CLASS[(unsigned char)c] != '.'; }
 
+/* The brackets "()[]{}" as a bitmap over ASCII (bit c of LO for c < 64, bit c - 64 of HI), and with
+ * '#' (a YAML comment) what the tracker reads besides line ends. */
+#define BRACKET_LO ((1ull << '(') | (1ull << ')'))
+#define BRACKET_HI ((1ull << ('[' - 64)) | (1ull << (']' - 64)) | (1ull << ('{' - 64)) | (1ull << ('}' - 64)))
+
+static int in_bitmap(unsigned char c, uint64_t lo, uint64_t hi)
+{
+    return c < 64 ? (int)((lo >> c) & 1) : c < 128 ? (int)((hi >> (c - 64)) & 1) : 0;
+}
+
+static int bracket(char c) { return in_bitmap((unsigned char)c, BRACKET_LO, BRACKET_HI); }
+
+/* Whether b[from..to), read backwards as brace_context reads it, closes every bracket it opens: no
+ * opener without a closer after it, and no closer left over (one would close a remembered bracket). */
+static int balanced(const char *b, size_t from, size_t to)
+{
+    size_t depth = 0;
+    for (size_t i = to; i > from; i--) {
+        char c = b[i - 1];
+        if (!bracket(c))
+            continue;
+        if (c == ')' || c == ']' || c == '}')
+            depth++;
+        else if (depth-- == 0)
+            return 0;
+    }
+    return depth == 0;
+}
+
+static int tracked(char c) { return in_bitmap((unsigned char)c, BRACKET_LO | (1ull << '#'), BRACKET_HI); }
+
 /* ---- keys --------------------------------------------------------------------------------- */
 
 /* Split a setting name into normalised components. 0 when it is not a key a log can print
@@ -208,9 +239,23 @@ static int same_entry(const config_entry *e, uint32_t h, const char *path, const
     return e->hash == h && strcmp(e->path, path) == 0 && strcmp(e->job, job) == 0;
 }
 
-/* Set path (plen bytes) = value for job; the last read of a key in a job wins. */
+/* Entry i of s read again: value, where, and when (the last read wins). -1 out of memory. */
+static int touch(config_store *s, size_t i, const char *value, const char *file, uint64_t line)
+{
+    config_entry *e = &s->e[i];
+    /* A config dump read again (every step of a settings-heavy log) mostly repeats value and file:
+       keep the strings held then instead of copying them anew for each line. */
+    if (set_string(&e->value, value) || set_string(&e->file, file ? file : ""))
+        return -1;
+    e->line = line;
+    e->seq = s->clock ? (*s->clock)++ : s->next_seq++;
+    return 0;
+}
+
+/* Set path (plen bytes) = value for job; the last read of a key in a job wins. The entry's index
+ * goes to *at (when not NULL). */
 static int put(config_store **sp, const char *path, size_t plen, const char *value, const char *job,
-               const char *file, uint64_t line)
+               const char *file, uint64_t line, size_t *at)
 {
     if (!*sp && !(*sp = calloc(1, sizeof **sp)))
         return -1;
@@ -253,20 +298,15 @@ static int put(config_store **sp, const char *path, size_t plen, const char *val
         s->n++;
     }
     *slot = (uint32_t)i + 1;
-    config_entry *e = &s->e[i];
-    /* A config dump read again (every step of a settings-heavy log) mostly repeats value and file:
-       keep the strings held then instead of copying them anew for each line. */
-    if (set_string(&e->value, value) || set_string(&e->file, file ? file : ""))
-        return -1;
-    e->line = line;
-    e->seq = s->clock ? (*s->clock)++ : s->next_seq++;
-    return 0;
+    if (at)
+        *at = i;
+    return touch(s, i, value, file, line);
 }
 
 int config_put(config_store **st, const char *path, const char *value, const char *job, const char *file,
                uint64_t line)
 {
-    return put(st, path, strlen(path), value, job, file, line);
+    return put(st, path, strlen(path), value, job, file, line, NULL);
 }
 
 typedef struct {
@@ -304,7 +344,8 @@ int config_store_merge(config_store **dst, config_store **src)
         return 0;
     int rc = 0;
     for (size_t i = 0; i < s->n && rc == 0; i++)
-        rc = put(dst, s->e[i].path, strlen(s->e[i].path), s->e[i].value, s->e[i].job, s->e[i].file, s->e[i].line);
+        rc = put(dst, s->e[i].path, strlen(s->e[i].path), s->e[i].value, s->e[i].job, s->e[i].file, s->e[i].line,
+                 NULL);
     config_store_free(s);
     *src = NULL;
     return rc;
@@ -426,6 +467,8 @@ static size_t key_before(const char *b, size_t lo, size_t o, size_t *ks)
 
 /* ---- enclosing brackets ------------------------------------------------------------------ */
 
+typedef struct config_tracker_memo config_tracker_memo;
+
 struct config_tracker {
     int valid;
     uint64_t upto;  /* stream offset: every bracket before it is counted */
@@ -443,6 +486,19 @@ struct config_tracker {
         size_t col;
         char key[COMP_CAP];
     } y[CONFIG_TRACK_DEPTH];
+    /* What the enclosing keys are read from changes only where the tracker read a bracket or a YAML
+     * line (or lost its place): gen counts those passes, so that a setting read again in the same
+     * surroundings finds its entry without building its path (`memo`, capture_at). */
+    uint64_t gen;
+    size_t low, ylow; /* the fewest brackets and YAML lines open during a pass (track_to) */
+    struct config_tracker_memo {
+        const char *lit;
+        uint64_t gen;
+        const config_store *st;
+        const char *job;
+        uint32_t shape; /* YAML: 1 + column and indentation of the name; brackets: 0, or 1 quoted */
+        size_t idx;     /* the entry in st */
+    } memo[CONFIG_MEMO];
 };
 
 config_tracker *config_tracker_new(void) { return calloc(1, sizeof(config_tracker)); }
@@ -451,6 +507,7 @@ void config_tracker_free(config_tracker *t) { free(t); }
 
 void config_tracker_reset(config_tracker *t)
 {
+    t->gen++;
     t->valid = 0;
     t->n = t->deep = 0;
     t->yn = 0;
@@ -487,8 +544,8 @@ static void track(config_tracker *t, const char *b, size_t from, size_t to)
         if (c == ')' || c == ']' || c == '}') {
             if (t->deep)
                 t->deep--;
-            else if (t->n)
-                t->n--;
+            else if (t->n && --t->n < t->low)
+                t->low = t->n;
             continue;
         }
         if (t->n == CONFIG_TRACK_DEPTH) {
@@ -554,6 +611,8 @@ static void yaml_line(config_tracker *t, const char *b, size_t s, size_t e)
         size_t kc = k - s;
         while (t->yn && t->y[t->yn - 1].col >= kc)
             t->yn--;
+        if (t->yn < t->ylow)
+            t->ylow = t->yn;
         if (t->yn) {
             yaml_push(t, kc, b + k, yaml_opener(b, k, e));
             return;
@@ -670,13 +729,13 @@ static int quiet(const char *b, size_t i, size_t to)
             if (_mm_movemask_epi8(_mm_or_si128(br, _mm_and_si128(eol, last))))
                 return 0;
             if (k + 17 == to) /* pairs up to (to-2, to-1) seen; the last byte as a bracket: */
-                return !memchr("()[]{}#", b[to - 1], 7);
+                return !tracked(b[to - 1]);
         }
     }
 #endif
     for (; i < to; i++) {
         char x = b[i];
-        if (memchr("()[]{}#", x, 7) || (i + 1 < to && (x == ':' || x == ' ') && (b[i + 1] == '\n' || b[i + 1] == '\r')))
+        if (tracked(x) || (i + 1 < to && (x == ':' || x == ' ') && (b[i + 1] == '\n' || b[i + 1] == '\r')))
             return 0;
     }
     return 1;
@@ -689,22 +748,34 @@ static void track_to(config_tracker *t, const char *b, uint64_t base, size_t ls)
 {
     uint64_t target = base + ls;
     size_t from;
+    int lost = 0;
     if (!t->valid || t->upto < base || t->upto > target || target - t->upto > CONFIG_BACK_CAP) {
+        lost = 1;
         t->n = t->deep = t->yn = 0;
         from = ls > CONFIG_BACK_CAP ? ls - CONFIG_BACK_CAP : 0;
         t->ymid = from > 0 && b[from - 1] != '\n';
     } else {
         from = (size_t)(t->upto - base);
         if (!t->yn && !t->ymid && quiet(b, from, ls)) {
-            /* no bracket, no YAML block: all track and yaml_track would do is note the last line's end */
+            /* no bracket, no YAML block: all track and yaml_track would do is note the last line's
+             * end; the keys around are those of the last hit (gen stays) */
             if (ls > from)
                 t->ymid = b[ls - 1] != '\n';
             t->upto = target;
             return;
         }
     }
+    /* A bracket or a YAML line passes, or the place was lost: the keys around change unless every
+     * bracket and YAML line opened in the pass was closed in it and none open before it was closed
+     * (a Ray prefix's "(TaskRunner pid=1)" on every line of a dict it prints). */
+    size_t n0 = t->n, deep0 = t->deep, yn0 = t->yn, ylen0 = t->ylen;
+    t->low = n0;
+    t->ylow = yn0;
     track(t, b, from, ls);
     yaml_track(t, b, from, ls);
+    if (lost || t->n != n0 || t->low != n0 || t->deep != deep0 || t->yn != yn0 || t->ylow != yn0 ||
+        (yn0 && t->ylen != ylen0))
+        t->gen++;
     t->upto = target;
     t->valid = 1;
 }
@@ -842,6 +913,34 @@ static size_t skip_blanks(const char *b, size_t i, size_t le)
     return i;
 }
 
+/* The memo slot of setting `lit` read in surroundings `shape` (see config_tracker.memo). */
+static config_tracker_memo *memo_slot(config_tracker *tr, const char *lit, uint32_t shape)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)lit ^ shape) * 0x9E3779B97F4A7C15ull;
+    return &tr->memo[(h >> 40) % CONFIG_MEMO];
+}
+
+/* Whether the memo says where setting `lit` read in `shape` goes (gen: the tracker's, or 0 for a
+ * dotted name, whose path is its own text): the entry index, else SIZE_MAX. */
+static size_t memo_find(const config_tracker_memo *m, const char *lit, uint32_t shape, uint64_t gen,
+                        const config_store *st, const char *job)
+{
+    return st && m->lit == lit && m->shape == shape && m->gen == gen && m->st == st && m->job == job && m->idx < st->n
+               ? m->idx
+               : SIZE_MAX;
+}
+
+static void memo_keep(config_tracker_memo *m, const char *lit, uint32_t shape, uint64_t gen, const config_store *st,
+                      const char *job, size_t idx)
+{
+    m->lit = lit;
+    m->shape = shape;
+    m->gen = gen;
+    m->st = st;
+    m->job = job;
+    m->idx = idx;
+}
+
 static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
                       size_t p, const char *lit, size_t len, const char *job, const char *file, uint64_t line)
 {
@@ -936,24 +1035,56 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     } else {
         return 0; /* the name in prose, code or a message */
     }
+    uint32_t shape = 0;
+    int memo_ok = 0;
+    config_tracker_memo *memo = NULL;
     if (!sbatch && !dotted && !flag) {
         track_to(tr, b, base, ls);
+        /* What the path is built from: the tracker's keys (gen), and in a YAML block the name's
+         * column and indentation, else the brackets in the line before the name: when those are
+         * balanced (none, or a Ray prefix's "(TaskRunner pid=1)"), brace_context reads the tracker's
+         * keys alone and the memo holds; a bracket left open builds the path each time. */
+        size_t pp = quoted ? p - 1 : p;
+        if (yaml) {
+            size_t ws = p;
+            while (ws > ls && b[ws - 1] == ' ')
+                ws--;
+            memo_ok = p - ls < 0x8000 && ws - ls < 0x8000;
+            shape = 0x80000000u | (uint32_t)((p - ls) << 15) | (uint32_t)(ws - ls);
+        } else {
+            memo_ok = balanced(b, ls, pp);
+            shape = (uint32_t)quoted;
+        }
+        memo = memo_slot(tr, lit, shape);
+        size_t at = memo_ok ? memo_find(memo, lit, shape, tr->gen, *st, job) : SIZE_MAX;
+        if (at != SIZE_MAX)
+            return touch(*st, at, value, file, line) == 0 ? 1 : -1;
         if (yaml)
             yaml_context(tr, ls, p, b, &path);
         else
-            brace_context(tr, b, ls, quoted ? p - 1 : p, &path);
+            brace_context(tr, b, ls, pp, &path);
     }
     char joined[CONFIG_MAX_COMPONENTS * COMP_CAP];
     if (plain) {
-        /* a Hydra override as such: its text is the path (what the components give, joined) */
+        /* a Hydra override as such: its text is the path (what the components give, joined); read
+         * again, it is found by comparing that text with the path of the entry it went to last */
         size_t o = p - dotted_from;
+        uint32_t dshape = 0x40000000u | (uint32_t)(o & 0x3fffffff);
+        config_tracker_memo *dm = dashed ? NULL : memo_slot(tr, lit, dshape);
+        size_t at = dm ? memo_find(dm, lit, dshape, 0, *st, job) : SIZE_MAX;
+        if (at != SIZE_MAX && memcmp((*st)->e[at].path, b + dotted_from, o) == 0)
+            return touch(*st, at, value, file, line) == 0 ? 1 : -1;
         memcpy(joined, b + dotted_from, o);
         memcpy(joined + o, lit, len);
         joined[o + len] = '\0';
         for (char *d = dashed ? joined : memchr(joined + o, '-', len); d && *d; d++)
             if (*d == '-')
                 *d = '_';
-        return put(st, joined, o + len, value, job, file, line) == 0 ? 1 : -1;
+        if (put(st, joined, o + len, value, job, file, line, &at) != 0)
+            return -1;
+        if (dm)
+            memo_keep(dm, lit, dshape, 0, *st, job, at);
+        return 1;
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
         size_t l2 = len < COMP_CAP ? len : COMP_CAP - 1;
@@ -971,7 +1102,12 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         o += l;
     }
     joined[o] = '\0';
-    return put(st, joined, o, value, job, file, line) == 0 ? 1 : -1;
+    size_t at;
+    if (put(st, joined, o, value, job, file, line, &at) != 0)
+        return -1;
+    if (memo_ok)
+        memo_keep(memo, lit, shape, tr->gen, *st, job, at);
+    return 1;
 }
 
 /* memmem for a setting name in the rest of a line: its first byte found with memchr, the rest

@@ -17,6 +17,7 @@
 #define CONFIG_MAX_COMPONENTS 8
 #define CONFIG_BACK_CAP (256u * 1024u) /* how far back a tracker starts reading when it lost its place */
 #define CONFIG_TRACK_DEPTH 64       /* open brackets remembered with their keys */
+#define CONFIG_MEMO 64              /* settings a tracker remembers the entry of (config.c, capture_at) */
 
 typedef struct {
     char *path;  /* dotted, normalised (no leading dashes, '-' -> '_'), as much as the log shows */
