@@ -498,9 +498,19 @@ static const char *exact(const config_store *st, const char *path)
     return e ? e->value : "(none)";
 }
 
-START_TEST(test_config_memo_follows_the_enclosing_keys)
+/* text read line by line holds two entries: path a = va and path b = vb */
+static void two_entries(const char *text, const char *a, const char *va, const char *b, const char *vb)
 {
     const char *lits[] = {"ppo_micro_batch_size_per_gpu"};
+    config_store *st = capture(text, lits, 1);
+    ck_assert_uint_eq(st->n, 2);
+    EQ(exact(st, a), va);
+    EQ(exact(st, b), vb);
+    config_store_free(st);
+}
+
+START_TEST(test_config_memo_follows_the_enclosing_keys)
+{
     const char brace[] = "(TaskRunner pid=1) {'actor': {\n"
                          "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 2,\n"
                          "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 3},\n"
@@ -513,11 +523,7 @@ START_TEST(test_config_memo_follows_the_enclosing_keys)
                          "(TaskRunner pid=1)  'critic': {\n"
                          "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 16,\n"
                          "(TaskRunner pid=1)     'ppo_micro_batch_size_per_gpu': 32}}\n";
-    config_store *st = capture(brace, lits, 1);
-    ck_assert_uint_eq(st->n, 2);
-    EQ(exact(st, "actor.ppo_micro_batch_size_per_gpu"), "8");
-    EQ(exact(st, "critic.ppo_micro_batch_size_per_gpu"), "32");
-    config_store_free(st);
+    two_entries(brace, "actor.ppo_micro_batch_size_per_gpu", "8", "critic.ppo_micro_batch_size_per_gpu", "32");
 
     const char yaml[] = "actor:\n"
                         "  ppo_micro_batch_size_per_gpu: 2\n"
@@ -529,21 +535,13 @@ START_TEST(test_config_memo_follows_the_enclosing_keys)
                         "critic:\n"
                         "  ppo_micro_batch_size_per_gpu: 16\n"
                         "  ppo_micro_batch_size_per_gpu: 32\n";
-    st = capture(yaml, lits, 1);
-    ck_assert_uint_eq(st->n, 2);
-    EQ(exact(st, "actor.ppo_micro_batch_size_per_gpu"), "8");
-    EQ(exact(st, "critic.ppo_micro_batch_size_per_gpu"), "32");
-    config_store_free(st);
+    two_entries(yaml, "actor.ppo_micro_batch_size_per_gpu", "8", "critic.ppo_micro_batch_size_per_gpu", "32");
 
     const char dotted[] = "  ab.ppo_micro_batch_size_per_gpu=1 \\\n"
                           "  cd.ppo_micro_batch_size_per_gpu=2 \\\n"
                           "  ab.ppo_micro_batch_size_per_gpu=3 \\\n"
                           "  ab.ppo_micro_batch_size_per_gpu=5 \\\n";
-    st = capture(dotted, lits, 1);
-    ck_assert_uint_eq(st->n, 2);
-    EQ(exact(st, "ab.ppo_micro_batch_size_per_gpu"), "5");
-    EQ(exact(st, "cd.ppo_micro_batch_size_per_gpu"), "2");
-    config_store_free(st);
+    two_entries(dotted, "ab.ppo_micro_batch_size_per_gpu", "5", "cd.ppo_micro_batch_size_per_gpu", "2");
 }
 END_TEST
 
