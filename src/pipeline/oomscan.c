@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,18 @@ typedef struct {
     oomscan_status status;
 } worker_arg;
 
+/* Whether units [from, to) are all done (under s->mu). */
+#define MERGE_BATCH 16    /* units the merging thread waits for at once (oomscan_scan_paths) */
+#define MERGE_WAIT_MS 100 /* and for how long, once the first of them is done */
+
+static int units_done(const oomscan_scan *s, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        if (!s->units[i].done)
+            return 0;
+    return 1;
+}
+
 static void *worker(void *arg)
 {
     worker_arg *w = arg;
@@ -439,7 +452,8 @@ static void *worker(void *arg)
         s->units[i].done = 1;
         if (!ps)
             s->units[i].status = OOMSCAN_ERR_NOMEM;
-        pthread_cond_broadcast(&s->cv);
+        if (i >= s->wait_from && i < s->wait_to && units_done(s, s->wait_from, s->wait_to))
+            pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
     }
     scanner_free(sc);
@@ -515,11 +529,30 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         args[0].status = OOMSCAN_OK;
         worker(&args[0]);
     }
-    /* Merge in input order as units complete, so output is the same whatever the thread timing. */
+    /* Merge in input order as units complete, so output is the same whatever the thread timing. A
+     * unit not done yet is waited for with the next MERGE_BATCH - 1 (the workers go through every
+     * unit whatever this thread does), so that this thread wakes once a batch, not once an input;
+     * but for MERGE_WAIT_MS at most once its own unit is done: what --format ndjson writes as each
+     * input is merged is not held back behind a slow input further on. */
     for (size_t i = first; i < s->n_units; i++) {
         pthread_mutex_lock(&s->mu);
-        while (!s->units[i].done)
-            pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->units[i].done) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += MERGE_WAIT_MS * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            s->wait_from = i;
+            s->wait_to = s->n_units - i > MERGE_BATCH ? i + MERGE_BATCH : s->n_units;
+            while (!units_done(s, s->wait_from, s->wait_to)) {
+                if (s->wait_to == i + 1) {
+                    pthread_cond_wait(&s->cv, &s->mu);
+                } else if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
+                    s->wait_to = i + 1; /* the batch is slow: only this unit now */
+                }
+            }
+            s->wait_from = s->wait_to = 0;
+        }
         pthread_mutex_unlock(&s->mu);
         merge_unit(s, i);
         if (s->units[i].status)

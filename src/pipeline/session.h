@@ -59,6 +59,9 @@ struct oomscan_scan {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t next_unit;
+    /* The merging thread sleeps until units [wait_from, wait_to) are all done (MERGE_BATCH at a
+     * time): a worker wakes it only then, not once per input (512 rank files made 512 wake-ups). */
+    size_t wait_from, wait_to;
     unsigned split_cores; /* cores per worker: from two on, each worker's scanner takes a helper */
 };
 
