@@ -64,6 +64,15 @@ typedef struct {
     size_t line_end; /* end of the line of the last hit, 0 = none yet */
     timefmt *stamps;
     size_t n_stamps;
+    /* The next read, done here once this part is searched (prefetch 1 -> 2): while the scanner's
+     * thread replays the hits, the helper reads the bytes after the buffer into the other buffer,
+     * so that the scanner's thread, which read alone between regions, no longer does (scanner_run). */
+    int prefetch;
+    scan_read_fn rd;
+    void *rd_ud;
+    unsigned char *pre_to;
+    size_t pre_cap;
+    ssize_t pre_n;
 } splitter;
 
 struct scanner {
@@ -115,8 +124,15 @@ struct scanner {
     size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
     size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
     splitter *split; /* NULL: one thread */
+    unsigned char *buf2;  /* with a helper: the buffer it reads the next bytes into (prefetch) */
+    scan_read_fn rd;      /* this run's reader, */
+    void *rd_ud;
+    int may_prefetch;     /* and whether the helper may read ahead for the region being scanned */
+    int prefetching;      /* it was asked to: scanner_run takes what it read (take_prefetch) */
+    size_t pre_n;         /* bytes it read */
     unsigned split_cores; /* scanner_use_helper's `cores` */
     uint64_t n_split;     /* regions split in this run (scan_result.regions_split) */
+    uint64_t n_ahead;     /* and read ahead for (scan_result.reads_ahead) */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
 };
 
@@ -159,6 +175,7 @@ void scanner_free(scanner *sc)
     classifier_free(sc->cl);
     matcher_free(sc->m);
     free(sc->buf);
+    free(sc->buf2);
     free(sc->cheap);
     free(sc);
 }
@@ -433,6 +450,14 @@ static void *split_main(void *arg)
         h->published = h->n;
         h->job = 0;
         pthread_cond_broadcast(&h->cv);
+        if (h->prefetch == 1) {
+            pthread_mutex_unlock(&h->mu);
+            ssize_t n = h->rd(h->rd_ud, h->pre_to, h->pre_cap);
+            pthread_mutex_lock(&h->mu);
+            h->pre_n = n;
+            h->prefetch = 2;
+            pthread_cond_broadcast(&h->cv);
+        }
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -457,6 +482,10 @@ int scanner_use_helper(scanner *sc, unsigned cores)
     splitter *h = calloc(1, sizeof *h);
     if (!h)
         return -1;
+    if (!sc->buf2 && !(sc->buf2 = malloc(BUF_CAP + 16))) {
+        free(h);
+        return -1;
+    }
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
     h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
     h->m = matcher_new(sc->db);
@@ -513,6 +542,16 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
     sc->n_read = sc->n_pushed = 0;
     h->n = h->published = 0;
     h->job = 1;
+    if (sc->may_prefetch) {
+        /* the bytes after the buffer go to the other one, after room for this region's carry */
+        size_t rest = sc->len - end;
+        h->prefetch = 1;
+        h->rd = sc->rd;
+        h->rd_ud = sc->rd_ud;
+        h->pre_to = sc->buf2 + rest;
+        h->pre_cap = BUF_CAP - rest;
+        sc->prefetching = 1;
+    }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     prefilter_scan(pf, sc->buf, 0, mid, avail, on_hit, sc);
@@ -670,11 +709,50 @@ static void advance(scanner *sc, size_t end, int last)
         classify_pass(sc->cl, &v, end);
     sc->last_byte = sc->buf[end - 1];
     size_t rest = sc->len - end;
-    memmove(sc->buf, sc->buf + end, rest);
+    if (sc->prefetching) {
+        /* the helper read the next bytes into the other buffer after room for the rest: put the
+         * rest there, and go on in that buffer */
+        memcpy(sc->buf2, sc->buf + end, rest);
+        unsigned char *t = sc->buf;
+        sc->buf = sc->buf2;
+        sc->buf2 = t;
+    } else {
+        memmove(sc->buf, sc->buf + end, rest);
+    }
     sc->base += end;
     sc->len = rest;
     sc->counted_to = 0;
     sc->jump_pos = SIZE_MAX;
+}
+
+/* What the helper read ahead for the region just scanned (prefetch): waited for, and counted as
+ * read_once counts a read. The bytes sit after the rest in the buffer advance() goes on in. */
+static void take_prefetch(scanner *sc, reader *r)
+{
+    splitter *h = sc->split;
+    int waited = 0;
+    pthread_mutex_lock(&h->mu);
+    while (h->prefetch == 1) {
+        waited = 1;
+        pthread_cond_wait(&h->cv, &h->mu);
+    }
+    h->prefetch = 0;
+    ssize_t n = h->pre_n;
+    pthread_mutex_unlock(&h->mu);
+    /* the helper had more to do than this thread: give it less of the next region's search */
+    if (waited && h->share < 56)
+        h->share++;
+    if (n == SCAN_READ_IDLE) {
+        r->idle = 1;
+        n = 0;
+    } else if (n <= 0) {
+        r->eof = 1;
+        r->res->read_error = n < 0;
+        n = 0;
+    }
+    sc->pre_n = (size_t)n;
+    sc->n_ahead++;
+    r->total += (uint64_t)n;
 }
 
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
@@ -689,12 +767,14 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     sc->counted_to = 0;
     sc->jump_pos = SIZE_MAX;
     sc->lines_before = src->base_line;
-    sc->n_split = 0;
+    sc->n_split = sc->n_ahead = 0;
     sc->clock.have = src->time0 != NULL;
     if (src->time0)
         sc->clock.last = *src->time0;
     classifier_begin(sc->cl, src, ps, sink);
     reader r = {rd, rd_ud, 0, 0, 0, res};
+    sc->rd = rd;
+    sc->rd_ud = rd_ud;
     int in_long_line = 0;
     while (!sc->status) {
         fill(sc, &r);
@@ -716,6 +796,9 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
             read_once(sc, &r); /* need more bytes for a complete line: read on */
             continue;
         }
+        /* a plain source read in one go (not a live stream, not the last bytes) may be read ahead */
+        sc->may_prefetch = sc->split && sc->buf2 && !r.eof && !src->eager;
+        sc->prefetching = 0;
         if (end == 0) {
             /* No terminator in a full buffer: a line over the cap. Cut it; the piece keeps the line
              * number and the rest is scanned as the same line. */
@@ -728,7 +811,13 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
             in_long_line = 0;
             scan_region(sc, end, sc->len);
         }
-        advance(sc, end, r.eof && end == sc->len);
+        if (sc->prefetching)
+            take_prefetch(sc, &r); /* even after an error: the helper writes the other buffer */
+        advance(sc, end, r.eof && end == sc->len && !sc->prefetching);
+        if (sc->prefetching) {
+            sc->len += sc->pre_n;
+            sc->prefetching = 0;
+        }
         r.idle = 0;
         if (r.eof && sc->len == 0)
             break;
@@ -739,6 +828,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     if (sc->base > src->base_offset && sc->last_byte != '\n' && sc->last_byte != '\r')
         res->lines++;
     res->regions_split = sc->n_split;
+    res->reads_ahead = sc->n_ahead;
     res->have_time = sc->clock.have;
     res->last_time = sc->clock.last;
     return sc->status;

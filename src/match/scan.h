@@ -37,6 +37,7 @@ typedef void (*scan_progress_fn)(void *ud, uint64_t bytes);
 typedef struct {
     uint64_t bytes, lines, lines_cut;
     uint64_t regions_split; /* buffers whose prefilter pass the helper shared (scanner_use_helper) */
+    uint64_t reads_ahead;   /* reads the helper did meanwhile, for the next buffer (a plain source) */
     int read_error; /* the read callback returned -1 */
     int have_time;  /* last_time holds the last stamp seen (to resume after this source) */
     timefmt last_time;
