@@ -4,6 +4,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -14,7 +15,7 @@ typedef struct {
     const char *fifo;
     const char *data;
     size_t len;
-    volatile int *got; /* set by the output writer when a record arrived; the writer waits for it */
+    atomic_int *got; /* set by the output writer when a record arrived; the writer waits for it */
     int got_before_close;
 } feeder;
 
@@ -27,24 +28,24 @@ static void *feed(void *arg)
     ssize_t w = write(fd, f->data, f->len);
     (void)w;
     /* hold the pipe open (up to 20 s) until the stream has written a record */
-    for (int i = 0; f->got && i < 2000 && !*f->got; i++) {
+    for (int i = 0; f->got && i < 2000 && !atomic_load(f->got); i++) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    f->got_before_close = f->got && *f->got;
+    f->got_before_close = f->got && atomic_load(f->got);
     close(fd);
     return NULL;
 }
 
 typedef struct {
     mbuf b;
-    volatile int got;
+    atomic_int got; /* an atomic, not a volatile: the feeding thread reads it (ThreadSanitizer) */
 } catcher;
 
 static int catch_record(void *ud, const char *data, size_t len)
 {
     catcher *c = ud;
-    c->got = 1;
+    atomic_store(&c->got, 1);
     return mbuf_write(&c->b, data, len);
 }
 
