@@ -490,6 +490,7 @@ struct config_tracker {
      * line (or lost its place): gen counts those passes, so that a setting read again in the same
      * surroundings finds its entry without building its path (`memo`, capture_at). */
     uint64_t gen;
+    uint64_t epoch;   /* resets: a dotted name's memo holds within one (its store stays the same) */
     size_t low, ylow; /* the fewest brackets and YAML lines open during a pass (track_to) */
     struct config_tracker_memo {
         const char *lit;
@@ -508,6 +509,7 @@ void config_tracker_free(config_tracker *t) { free(t); }
 void config_tracker_reset(config_tracker *t)
 {
     t->gen++;
+    t->epoch++; /* a new source: its job's store may sit where a freed one was */
     t->valid = 0;
     t->n = t->deep = 0;
     t->yn = 0;
@@ -913,6 +915,22 @@ static size_t skip_blanks(const char *b, size_t i, size_t le)
     return i;
 }
 
+/* Whether e's path is prefix (o bytes, no '-' in it) then lit (len bytes) with '-' read as '_': what
+ * a dotted name builds, checked in full whatever the memo says. */
+static int is_path(const config_entry *e, const char *prefix, size_t o, const char *lit, size_t len)
+{
+    /* strncmp, not memcmp: it stops at the end of a shorter path (prefix and lit are name bytes,
+     * never a NUL) */
+    const char *p = e->path;
+    if (strncmp(p, prefix, o) != 0)
+        return 0;
+    if (strncmp(p + o, lit, len) != 0) /* a dashed spelling ("max-tokens-per-gpu") compares by byte */
+        for (size_t i = 0; i < len; i++)
+            if (p[o + i] != (lit[i] == '-' ? '_' : lit[i]))
+                return 0; /* also at the path's end: lit has no NUL */
+    return p[o + len] == '\0';
+}
+
 /* The memo slot of setting `lit` read in surroundings `shape` (see config_tracker.memo). */
 static config_tracker_memo *memo_slot(config_tracker *tr, const char *lit, uint32_t shape)
 {
@@ -920,8 +938,8 @@ static config_tracker_memo *memo_slot(config_tracker *tr, const char *lit, uint3
     return &tr->memo[(h >> 40) % CONFIG_MEMO];
 }
 
-/* Whether the memo says where setting `lit` read in `shape` goes (gen: the tracker's, or 0 for a
- * dotted name, whose path is its own text): the entry index, else SIZE_MAX. */
+/* Whether the memo says where setting `lit` read in `shape` goes (gen: the tracker's; for a dotted
+ * name, whose path is its own text, the tracker's epoch): the entry index, else SIZE_MAX. */
 static size_t memo_find(const config_tracker_memo *m, const char *lit, uint32_t shape, uint64_t gen,
                         const config_store *st, const char *job)
 {
@@ -1071,8 +1089,8 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         size_t o = p - dotted_from;
         uint32_t dshape = 0x40000000u | (uint32_t)(o & 0x3fffffff);
         config_tracker_memo *dm = dashed ? NULL : memo_slot(tr, lit, dshape);
-        size_t at = dm ? memo_find(dm, lit, dshape, 0, *st, job) : SIZE_MAX;
-        if (at != SIZE_MAX && memcmp((*st)->e[at].path, b + dotted_from, o) == 0)
+        size_t at = dm ? memo_find(dm, lit, dshape, tr->epoch, *st, job) : SIZE_MAX;
+        if (at != SIZE_MAX && is_path(&(*st)->e[at], b + dotted_from, o, lit, len))
             return touch(*st, at, value, file, line) == 0 ? 1 : -1;
         memcpy(joined, b + dotted_from, o);
         memcpy(joined + o, lit, len);
@@ -1083,7 +1101,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         if (put(st, joined, o + len, value, job, file, line, &at) != 0)
             return -1;
         if (dm)
-            memo_keep(dm, lit, dshape, 0, *st, job, at);
+            memo_keep(dm, lit, dshape, tr->epoch, *st, job, at);
         return 1;
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
