@@ -61,6 +61,8 @@ static int in_bitmap(unsigned char c, uint64_t lo, uint64_t hi)
 
 static int bracket(char c) { return in_bitmap((unsigned char)c, BRACKET_LO, BRACKET_HI); }
 
+static int closer(char c) { return c == ')' || c == ']' || c == '}'; }
+
 /* Whether b[from..to), read backwards as brace_context reads it, closes every bracket it opens: no
  * opener without a closer after it, and no closer left over (one would close a remembered bracket). */
 static int balanced(const char *b, size_t from, size_t to)
@@ -70,7 +72,7 @@ static int balanced(const char *b, size_t from, size_t to)
         char c = b[i - 1];
         if (!bracket(c))
             continue;
-        if (c == ')' || c == ']' || c == '}')
+        if (closer(c))
             depth++;
         else if (depth-- == 0)
             return 0;
@@ -541,9 +543,9 @@ static void track(config_tracker *t, const char *b, size_t from, size_t to)
             break;
 #endif
         char c = b[i];
-        if (c != '(' && c != ')' && c != '[' && c != ']' && c != '{' && c != '}')
+        if (!bracket(c))
             continue;
-        if (c == ')' || c == ']' || c == '}') {
+        if (closer(c)) {
             if (t->deep)
                 t->deep--;
             else if (t->n && --t->n < t->low)
@@ -800,9 +802,9 @@ static void brace_context(const config_tracker *t, const char *b, size_t ls, siz
     size_t depth = 0;
     for (size_t i = p; i > ls; i--) {
         char c = b[i - 1];
-        if (c == ')' || c == ']' || c == '}')
+        if (closer(c))
             depth++;
-        else if (c == '(' || c == '[' || c == '{') {
+        else if (bracket(c)) {
             if (depth > 0) {
                 depth--;
                 continue;

@@ -797,7 +797,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
             continue;
         }
         /* a plain source read in one go (not a live stream, not the last bytes) may be read ahead */
-        sc->may_prefetch = sc->split && sc->buf2 && !r.eof && !src->eager;
+        sc->may_prefetch = sc->split && !r.eof && !src->eager; /* a helper has its buffer */
         sc->prefetching = 0;
         if (end == 0) {
             /* No terminator in a full buffer: a line over the cap. Cut it; the piece keeps the line
