@@ -366,6 +366,29 @@ START_TEST(test_scan_settings_run_is_read_once_not_line_by_line)
 }
 END_TEST
 
+START_TEST(test_scan_reads_stamps_after_the_last_failure_only_when_asked)
+{
+    /* After a source's last failure the stamps of its lines feed only scan_result.last_time, which
+     * only a resumed scan's context reads (keep_time): unasked, they are not read (in a rank file
+     * with no failure, every hit line's stamp was read for nothing). */
+    const char *text = "2025-06-01 10:00:00 Before update_actor, step 1\n"
+                       "Killed\n"
+                       "2025-06-01 11:30:00 After update_actor, step 1\n"
+                       "After update_actor, step 2 (no stamp)\n";
+    run_out quick = scan_text_as(testdb_new(), text, strlen(text), 0, 0, 0);
+    run_out kept = scan_text_as(testdb_new(), text, strlen(text), 0, 0, 1);
+    ck_assert_int_eq(quick.res.have_time, 1); /* the failure's line read the clock */
+    ck_assert_int_eq(quick.res.last_time.hour, 10);
+    ck_assert_int_eq(kept.res.have_time, 1);
+    ck_assert_int_eq(kept.res.last_time.hour, 11);
+    ck_assert_int_eq(kept.res.last_time.min, 30);
+    ck_assert_uint_eq(quick.st->n, kept.st->n); /* the findings are the same */
+    ck_assert_uint_eq(quick.st->f[0].first.time.hour, 10);
+    done(&quick);
+    done(&kept);
+}
+END_TEST
+
 START_TEST(test_scan_helper_thread_changes_nothing)
 {
     /* ~3 MiB: regions big enough to be split, failures on both sides of every split point, marker and
@@ -784,6 +807,7 @@ int main(void)
     tcase_add_test(tc, test_scan_count_lines_matches_scalar);
     tcase_add_test(tc, test_scan_source_names);
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
+    tcase_add_test(tc, test_scan_reads_stamps_after_the_last_failure_only_when_asked);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);

@@ -92,6 +92,28 @@ START_TEST(test_state_grown_log_reads_only_new_bytes)
 }
 END_TEST
 
+/* A grown log's new failure without a stamp of its own takes the time of the last stamped line read
+ * before the cut, even one after the earlier failure (the context scan keeps its clock to the end). */
+START_TEST(test_state_resumed_clock_is_the_last_stamp_before_the_cut)
+{
+    const char *first = "2025-06-01 10:00:00 Before update_actor, step 1\n"
+                        "Killed\n"
+                        "2025-06-01 11:30:00 After update_actor, step 1\n";
+    const char *more = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+    char *log = write_temp(".log", first, strlen(first));
+    char *sp = state_path();
+    char *out1 = state_run(sp, log, NULL, NULL);
+    append(log, more, strlen(more));
+    char *out2 = state_run(sp, log, NULL, NULL);
+    ck_assert_uint_eq(count_lines_with(out2, "cuda_oom"), 1);
+    ck_assert_msg(strstr(out2, "\"2025-06-01T11:30:00\"") && !strstr(out2, "T10:00:00"), "%s", out2);
+    free(out1), free(out2);
+    unlink(log);
+    free(log);
+    drop(sp);
+}
+END_TEST
+
 /* A file replaced by another (a new inode) is read again from its start. */
 START_TEST(test_state_replaced_file_is_read_again)
 {
@@ -258,6 +280,7 @@ static Suite *state_suite(void)
     tcase_add_unchecked_fixture(tc, db_setup, db_teardown);
     tcase_add_test(tc, test_state_grown_log_reads_only_new_bytes);
     tcase_add_test(tc, test_state_replaced_file_is_read_again);
+    tcase_add_test(tc, test_state_resumed_clock_is_the_last_stamp_before_the_cut);
     tcase_add_test(tc, test_state_resumed_story_keeps_sources_and_settings);
     tcase_add_test(tc, test_state_unusable_file_is_a_warning);
     tcase_add_test(tc, test_state_unchanged_rerun_writes_nothing_in_either_order);

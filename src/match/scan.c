@@ -605,7 +605,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
         prefilter_scan(pf, sc->buf, h->stopped_at, end, avail, on_hit, sc);
 }
 
-static void scan_region(scanner *sc, size_t end, size_t avail)
+static void scan_region(scanner *sc, size_t end, size_t avail, int last)
 {
     sc->region_end = end;
     sc->cur_open = 0;
@@ -614,8 +614,9 @@ static void scan_region(scanner *sc, size_t end, size_t avail)
     prefilter_region(sc, end, avail);
     if (!sc->status)
         close_line(sc);
-    /* the buffer moves on: read the pending timestamps while their lines are here */
-    if (!sc->status)
+    /* the buffer moves on: read the pending timestamps while their lines are here (after the source's
+     * last failure only a caller that resumes from its clock needs them) */
+    if (!sc->status && (!last || sc->src->keep_time))
         resolve_deferred_time(sc);
     sc->cur_open = 0;
     sc->line_end = 0;
@@ -806,10 +807,10 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
             if (!in_long_line)
                 res->lines_cut++;
             in_long_line = 1;
-            scan_region(sc, end, end);
+            scan_region(sc, end, end, r.eof && end == sc->len);
         } else {
             in_long_line = 0;
-            scan_region(sc, end, sc->len);
+            scan_region(sc, end, sc->len, r.eof && end == sc->len);
         }
         if (sc->prefetching)
             take_prefetch(sc, &r); /* even after an error: the helper writes the other buffer */

@@ -39,7 +39,8 @@ typedef struct {
     uint64_t regions_split; /* buffers whose prefilter pass the helper shared (scanner_use_helper) */
     uint64_t reads_ahead;   /* reads the helper did meanwhile, for the next buffer (a plain source) */
     int read_error; /* the read callback returned -1 */
-    int have_time;  /* last_time holds the last stamp seen (to resume after this source) */
+    int have_time;  /* last_time holds the last stamp seen (to resume after this source); read to the
+                     * source's end only with scan_source.keep_time, else up to its last failure */
     timefmt last_time;
 } scan_result;
 

@@ -489,6 +489,7 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
         scan_source csrc = src;
         csrc.base_offset = in->ctx_offset;
         csrc.base_line = in->ctx_line;
+        csrc.keep_time = 1; /* its last stamp is the resumed scan's time0 */
         rd.pos = in->ctx_offset;
         rd.end = start;
         st = scratch ? scanner_run(sc, range_read, &rd, &csrc, ps, story_sink(scratch), &ctx_res, NULL, NULL) : OOMSCAN_ERR_NOMEM;
