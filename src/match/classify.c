@@ -99,7 +99,7 @@ void classify_pass(classifier *c, const scan_view *v, size_t end)
 
 int classify_is_cheap(const pdb *db, size_t lit)
 {
-    int settings_only = 1;
+    int settings_only = 1, votes_only = 1;
     for (size_t k = 0; k < db->literals[lit].n_targets; k++) {
         pdb_lit_kind kind = db->literals[lit].targets[k].kind;
         if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG && kind != LIT_VERSION)
@@ -107,8 +107,9 @@ int classify_is_cheap(const pdb *db, size_t lit)
         if (kind == LIT_MARKER && db->markers[db->literals[lit].targets[k].index].late)
             return 0; /* a late marker reads its line (the killed task's PID) */
         settings_only &= kind == LIT_CONFIG;
+        votes_only &= kind == LIT_FRAMEWORK;
     }
-    return settings_only ? 2 : 1;
+    return settings_only ? CHEAP_SETTINGS : votes_only ? CHEAP_VOTES : CHEAP;
 }
 
 /* Where this source's settings go: the sink's store for its job, remembered once the sink has made it

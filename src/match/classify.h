@@ -53,6 +53,12 @@ void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, co
  * target reads the line, so the several literals of one line look for its start once. */
 oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
                               size_t le);
+
+/* Whether literal `lit` is cheap, and what its targets read: 0 not cheap (the line is stripped and
+ * matched); CHEAP_SETTINGS, all its targets are settings; CHEAP_VOTES, all are framework votes, which
+ * read neither the line nor its number (classify_cheap may be given 0: a Ray prefix on every line of a
+ * rank file then costs no line count); else CHEAP. */
+enum { CHEAP = 1, CHEAP_SETTINGS = 2, CHEAP_VOTES = 3 };
 int classify_is_cheap(const pdb *db, size_t lit);
 
 /* The line v->buf[start..end), numbered `line`, holding literals lits[0..n) (indices into

@@ -105,7 +105,7 @@ struct scanner {
     size_t line_pos;   /* first hit on it */
     size_t seen[MAX_LINE_TARGETS];
     size_t n_seen;
-    unsigned char *cheap; /* per literal: all targets are markers, framework votes or settings (2: settings only) */
+    unsigned char *cheap; /* per literal: classify_is_cheap's answer */
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
@@ -118,7 +118,7 @@ struct scanner {
     timefmt stamp_of[DEFERRED_CAP]; /* deferred[i]'s stamp when read as its line closed (eager_stamps) */
     int eager_stamps;               /* read them so: the helper reads those of its part (prefilter_region) */
     const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
-    int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == 2) */
+    int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == CHEAP_SETTINGS) */
     size_t line_start; /* where that line starts, SIZE_MAX until a cheap target needed it */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
     size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
@@ -364,11 +364,11 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     if (sc->n_seen == MAX_LINE_TARGETS)
         return pos + 1; /* as many literals as one line may carry: the rest adds nothing */
     sc->seen[sc->n_seen++] = lit;
-    sc->line_settings &= sc->cheap[lit] == 2;
+    sc->line_settings &= sc->cheap[lit] == CHEAP_SETTINGS;
     if (sc->cheap[lit]) {
         scan_view v = view(sc);
-        oomscan_status st =
-            classify_cheap(sc->cl, &v, lit, pos, line_number_at(sc, pos), &sc->line_start, sc->line_end);
+        uint64_t line = sc->cheap[lit] == CHEAP_VOTES ? 0 : line_number_at(sc, pos); /* counted later */
+        oomscan_status st = classify_cheap(sc->cl, &v, lit, pos, line, &sc->line_start, sc->line_end);
         if (st) {
             sc->status = st;
             return SIZE_MAX;
