@@ -70,6 +70,8 @@ dump_kind dumps_sniff(const unsigned char *head, size_t n)
             first = 0;
             lines++;
             kernel += kernel_line_like(s, len) != 0;
+            if (lines - kernel > 32)
+                return DUMP_NONE; /* the rest of the 64 lines could no longer make kernel lines half */
         }
         if (!nl)
             break;
