@@ -76,11 +76,14 @@ fi
 
 # ---- measuring ----------------------------------------------------------------------------------
 # run LABEL CMD...: one timed run; stdout to a file (grep stops at its first line when it sees
-# /dev/null), seconds and peak KiB appended to $tmp/LABEL.
+# /dev/null), seconds (bash's EPOCHREALTIME, to the microsecond) and peak KiB (GNU time) appended to
+# $tmp/LABEL.
 run() {
-  local label="$1"; shift
-  "$timebin" -f "%e %M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
-  tail -n 1 "$tmp/one" >>"$tmp/$label"
+  local label="$1" t0 t1; shift
+  t0=$EPOCHREALTIME
+  "$timebin" -f "%M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
+  t1=$EPOCHREALTIME
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b - a}') $(tail -n 1 "$tmp/one")" >>"$tmp/$label"
 }
 median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 secs() { cut -d' ' -f1 "$tmp/$1" | median; }

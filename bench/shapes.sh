@@ -74,10 +74,16 @@ EOF
 fi
 
 # ---- measuring ----------------------------------------------------------------------------------
-run() { # LABEL CMD...: one timed run, stdout to a file; "seconds peakKiB" appended to $tmp/LABEL.t
-  local label="$1"; shift
-  "$timebin" -f "%e %M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
-  tail -n 1 "$tmp/one" >>"$tmp/$label.t"
+# run LABEL CMD...: one timed run, stdout to a file; "seconds peakKiB" appended to $tmp/LABEL.t. The
+# seconds come from bash's EPOCHREALTIME (microseconds) around the run, not from GNU time, whose 10 ms
+# steps were a sixth of the rank-file row; GNU time gives the peak RSS (its own fork and exec are in
+# every tool's time alike).
+run() {
+  local label="$1" t0 t1; shift
+  t0=$EPOCHREALTIME
+  "$timebin" -f "%M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
+  t1=$EPOCHREALTIME
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b - a}') $(tail -n 1 "$tmp/one")" >>"$tmp/$label.t"
 }
 median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 secs() { cut -d' ' -f1 "$tmp/$1.t" | median; }
