@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/mman.h>
-
 #include "match/classify.h"
 #include "match/lines.h"
 #include "match/match.h"
@@ -138,21 +136,6 @@ struct scanner {
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
 };
 
-/* A scan buffer: BUF_CAP (+16 for vector loads past the end) in one 2 MiB-aligned block, advised as a
- * huge page where the kernel offers them (transparent_hugepage "madvise"): the kernel's copy into it
- * and the prefilter's pass over it then miss the TLB far less. */
-#define BUF_ALIGN (2u << 20)
-_Static_assert(BUF_CAP + 16 <= BUF_ALIGN, "a scan buffer fits its 2 MiB block");
-static unsigned char *buffer_new(void)
-{
-    unsigned char *b = aligned_alloc(BUF_ALIGN, BUF_ALIGN);
-#ifdef MADV_HUGEPAGE
-    if (b)
-        (void)madvise(b, BUF_ALIGN, MADV_HUGEPAGE);
-#endif
-    return b;
-}
-
 scanner *scanner_new(const pdb *db)
 {
     scanner *sc = calloc(1, sizeof *sc);
@@ -161,7 +144,7 @@ scanner *scanner_new(const pdb *db)
     sc->db = db;
     sc->m = matcher_new(db);
     sc->cl = sc->m ? classifier_new(db, sc->m) : NULL;
-    sc->buf = buffer_new();
+    sc->buf = malloc(BUF_CAP + 16);
     sc->cheap = calloc(db->n_literals ? db->n_literals : 1, 1);
     if (!sc->m || !sc->cl || !sc->buf || !sc->cheap) {
         scanner_free(sc);
@@ -499,7 +482,7 @@ int scanner_use_helper(scanner *sc, unsigned cores)
     splitter *h = calloc(1, sizeof *h);
     if (!h)
         return -1;
-    if (!sc->buf2 && !(sc->buf2 = buffer_new())) {
+    if (!sc->buf2 && !(sc->buf2 = malloc(BUF_CAP + 16))) {
         free(h);
         return -1;
     }
