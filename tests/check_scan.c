@@ -555,6 +555,65 @@ static uint64_t split_regions(const char *text, size_t n, unsigned cores, int de
     return res.regions_split;
 }
 
+/* A read callback over memory that checks where the scanner asks each large read to land: its
+ * destination placed on the cache line as its stream offset is (the kernel's copy out of the page
+ * cache ran at a third of its speed otherwise), its end on a page of the stream, and so (counted
+ * apart) its start on one whenever the read before it was large. */
+typedef struct {
+    membuf m;
+    unsigned large, off_line, off_page, on_page_start;
+} placed_reads;
+
+static ssize_t placed_read(void *ud, void *buf, size_t cap)
+{
+    placed_reads *p = ud;
+    size_t at = p->m.pos;
+    ssize_t n = mem_read(&p->m, buf, cap);
+    if (cap > 16384 && n > 0) { /* (the read that finds the end copies nothing) */
+        p->large++;
+        p->off_line += (uintptr_t)buf % 64 != at % 64;
+        p->off_page += (at + cap) % 4096 != 0;
+        p->on_page_start += at % 4096 == 0 && (uintptr_t)buf % 64 == 0;
+    }
+    return n;
+}
+
+START_TEST(test_scan_large_reads_land_on_cache_lines_and_end_on_pages)
+{
+    /* lines of many lengths, so that each region carries a different rest */
+    size_t cap = 6u << 20, n = 0;
+    char *text = malloc(cap + 256);
+    ck_assert_ptr_nonnull(text);
+    for (unsigned k = 1; n < cap; k++)
+        n += (size_t)snprintf(text + n, 256, "%.*s step %u\n", (int)(k * 7919u % 97u), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", k);
+    for (int helper = 0; helper <= 1; helper++) {
+        pdb *db = testdb_new();
+        story *st = story_new();
+        scanner *sc = scanner_new(db);
+        ck_assert_ptr_nonnull(sc);
+        if (helper)
+            ck_assert_int_eq(scanner_use_helper(sc, 2), 0);
+        phase_state *ps = phase_new(db);
+        placed_reads p = {{text, n, 0, 0}, 0, 0, 0, 0};
+        scan_source src = {.path = "mem.log"};
+        scan_result res;
+        ck_assert_int_eq(scanner_run(sc, placed_read, &p, &src, ps, story_sink(st), &res, NULL, NULL), OOMSCAN_OK);
+        ck_assert_uint_eq(res.bytes, n);
+        ck_assert_uint_ge(p.large, 3);
+        ck_assert_uint_eq(p.off_line, 0);
+        ck_assert_uint_eq(p.off_page, 0);
+        ck_assert_uint_eq(p.on_page_start, p.large); /* the first at 0, each next where one ended */
+        if (helper)
+            ck_assert_uint_gt(res.reads_ahead, 0); /* the helper's reads were checked too */
+        scanner_free(sc);
+        phase_free(ps);
+        story_free(st);
+        pdb_free(db);
+    }
+    free(text);
+}
+END_TEST
+
 START_TEST(test_scan_helper_leaves_a_decoder_thread_its_core)
 {
     size_t cap = 4u << 20, n = 0;
@@ -813,6 +872,7 @@ int main(void)
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);
     tcase_add_test(tc, test_scan_helper_leaves_a_decoder_thread_its_core);
+    tcase_add_test(tc, test_scan_large_reads_land_on_cache_lines_and_end_on_pages);
     tcase_add_test(tc, test_scan_wrapped_inside_a_word_keeps_the_joined_values);
     tcase_add_test(tc, test_scan_join_does_not_take_the_next_lines_own_message);
     tcase_add_test(tc, test_scan_required_continuation_confirms_or_drops);
