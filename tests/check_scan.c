@@ -528,6 +528,31 @@ static void scan_events(const char *text, size_t n, int helper, event_log *l, sc
     pdb_free(db);
 }
 
+/* One scan of a source that `rd` reads, with a helper thread when `cores` > 1, the source decoded in a
+ * thread of its own when `decoder_thread`: its result, and in *found (when not NULL) how many
+ * findings the story kept. */
+static scan_result scan_read_by(scan_read_fn rd, void *ud, unsigned cores, int decoder_thread, size_t *found)
+{
+    pdb *db = testdb_new();
+    story *st = story_new();
+    scanner *sc = scanner_new(db);
+    ck_assert_ptr_nonnull(sc);
+    if (cores > 1)
+        ck_assert_int_eq(scanner_use_helper(sc, cores), 0);
+    phase_state *ps = phase_new(db);
+    scan_source src = {.path = "mem.log", .decoder_thread = decoder_thread};
+    scan_result res;
+    ck_assert_int_eq(scanner_run(sc, rd, ud, &src, ps, story_sink(st), &res, NULL, NULL), OOMSCAN_OK);
+    story_finish(st, "");
+    if (found)
+        *found = st->n;
+    scanner_free(sc);
+    phase_free(ps);
+    story_free(st);
+    pdb_free(db);
+    return res;
+}
+
 /* The helper shares a source's prefilter pass (and reads ahead) only where a core is spare for it: a
  * source decoded in a thread of its own (a gzip file's read-ahead) keeps one busy, so with two cores it
  * is scanned by one thread, with three by two; a plain source is split with two. The findings are the
@@ -535,23 +560,9 @@ static void scan_events(const char *text, size_t n, int helper, event_log *l, sc
 static uint64_t split_regions(const char *text, size_t n, unsigned cores, int decoder_thread, size_t *found,
                               uint64_t *ahead)
 {
-    pdb *db = testdb_new();
-    story *st = story_new();
-    scanner *sc = scanner_new(db);
-    ck_assert_ptr_nonnull(sc);
-    ck_assert_int_eq(scanner_use_helper(sc, cores), 0);
-    phase_state *ps = phase_new(db);
     membuf m = {text, n, 0, 0};
-    scan_source src = {.path = "mem.log", .decoder_thread = decoder_thread};
-    scan_result res;
-    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL), OOMSCAN_OK);
-    story_finish(st, "");
-    *found = st->n;
+    scan_result res = scan_read_by(mem_read, &m, cores, decoder_thread, found);
     *ahead = res.reads_ahead;
-    scanner_free(sc);
-    phase_free(ps);
-    story_free(st);
-    pdb_free(db);
     return res.regions_split;
 }
 
@@ -586,29 +597,16 @@ START_TEST(test_scan_large_reads_land_on_cache_lines_and_end_on_pages)
     ck_assert_ptr_nonnull(text);
     for (unsigned k = 1; n < cap; k++)
         n += (size_t)snprintf(text + n, 256, "%.*s step %u\n", (int)(k * 7919u % 97u), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", k);
-    for (int helper = 0; helper <= 1; helper++) {
-        pdb *db = testdb_new();
-        story *st = story_new();
-        scanner *sc = scanner_new(db);
-        ck_assert_ptr_nonnull(sc);
-        if (helper)
-            ck_assert_int_eq(scanner_use_helper(sc, 2), 0);
-        phase_state *ps = phase_new(db);
+    for (unsigned cores = 1; cores <= 2; cores++) {
         placed_reads p = {{text, n, 0, 0}, 0, 0, 0, 0};
-        scan_source src = {.path = "mem.log"};
-        scan_result res;
-        ck_assert_int_eq(scanner_run(sc, placed_read, &p, &src, ps, story_sink(st), &res, NULL, NULL), OOMSCAN_OK);
+        scan_result res = scan_read_by(placed_read, &p, cores, 0, NULL);
         ck_assert_uint_eq(res.bytes, n);
         ck_assert_uint_ge(p.large, 3);
         ck_assert_uint_eq(p.off_line, 0);
         ck_assert_uint_eq(p.off_page, 0);
         ck_assert_uint_eq(p.on_page_start, p.large); /* the first at 0, each next where one ended */
-        if (helper)
+        if (cores > 1)
             ck_assert_uint_gt(res.reads_ahead, 0); /* the helper's reads were checked too */
-        scanner_free(sc);
-        phase_free(ps);
-        story_free(st);
-        pdb_free(db);
     }
     free(text);
 }
