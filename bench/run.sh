@@ -38,6 +38,7 @@ anchors="${ANCHORS:-$root/../shared/bench/anchor-patterns.txt}"
 oomscan="${OOMSCAN:-$root/build/oomscan}"
 data="$root/bench/data"
 timebin=/usr/bin/time
+. "$root/bench/timing.sh"
 for need in "$genlog" "$anchors"; do
   [ -f "$need" ] || { echo "run.sh: missing $need (set GENLOG / ANCHORS)" >&2; exit 2; }
 done
@@ -75,17 +76,9 @@ if [ ! -s "$many.tar.gz" ]; then
 fi
 
 # ---- measuring ----------------------------------------------------------------------------------
-# run LABEL CMD...: one timed run; stdout to a file (grep stops at its first line when it sees
-# /dev/null), seconds (bash's EPOCHREALTIME, to the microsecond) and peak KiB (GNU time) appended to
-# $tmp/LABEL.
-run() {
-  local label="$1" t0 t1; shift
-  t0=$EPOCHREALTIME
-  "$timebin" -f "%M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
-  t1=$EPOCHREALTIME
-  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b - a}') $(tail -n 1 "$tmp/one")" >>"$tmp/$label"
-}
-median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+# run LABEL CMD...: one timed run (timing.sh); its output in $tmp/LABEL.out, "seconds peakKiB"
+# appended to $tmp/LABEL.
+run() { local label="$1"; shift; timed "$tmp/$label" "$tmp/$label.out" "$tmp/$label.err" "$@"; }
 secs() { cut -d' ' -f1 "$tmp/$1" | median; }
 rss() { cut -d' ' -f2 "$tmp/$1" | sort -n | tail -n 1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0) ? a / b : 0}'; }

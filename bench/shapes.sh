@@ -34,6 +34,7 @@ anchors="${ANCHORS:-$shared/anchor-patterns.txt}"
 oomscan="${OOMSCAN:-$root/build/oomscan}"
 data="$root/bench/data"
 timebin=/usr/bin/time
+. "$root/bench/timing.sh"
 for need in "$genshapes" "$anchors" "$oomscan"; do
   [ -e "$need" ] || { echo "shapes.sh: missing $need" >&2; exit 2; }
 done
@@ -74,18 +75,9 @@ EOF
 fi
 
 # ---- measuring ----------------------------------------------------------------------------------
-# run LABEL CMD...: one timed run, stdout to a file; "seconds peakKiB" appended to $tmp/LABEL.t. The
-# seconds come from bash's EPOCHREALTIME (microseconds) around the run, not from GNU time, whose 10 ms
-# steps were a sixth of the rank-file row; GNU time gives the peak RSS (its own fork and exec are in
-# every tool's time alike).
-run() {
-  local label="$1" t0 t1; shift
-  t0=$EPOCHREALTIME
-  "$timebin" -f "%M" -o "$tmp/one" "$@" >"$tmp/$label.out" 2>"$tmp/$label.err" || true
-  t1=$EPOCHREALTIME
-  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b - a}') $(tail -n 1 "$tmp/one")" >>"$tmp/$label.t"
-}
-median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+# run LABEL CMD...: one timed run (timing.sh); its output in $tmp/LABEL.out, "seconds peakKiB"
+# appended to $tmp/LABEL.t.
+run() { local label="$1"; shift; timed "$tmp/$label.t" "$tmp/$label.out" "$tmp/$label.err" "$@"; }
 secs() { cut -d' ' -f1 "$tmp/$1.t" | median; }
 rss() { cut -d' ' -f2 "$tmp/$1.t" | sort -n | tail -n 1 | awk '{printf "%.0f", $1/1024}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
