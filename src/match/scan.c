@@ -79,7 +79,7 @@ struct scanner {
     const pdb *db;
     matcher *m;     /* shared with the classifier: the deferred time stamps are read with it */
     classifier *cl; /* what a hit line means (classify.h) */
-    unsigned char *buf;
+    unsigned char *buf; /* the bytes held, buf[0] at stream offset base; it lies in mem (buffer_at) */
     /* per run */
     const scan_source *src;
     phase_state *ps;
