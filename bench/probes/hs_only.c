@@ -1,0 +1,82 @@
+/* hs_only.c - Vectorscan alone over a file, with a callback that does nothing: the literals of
+ * LITS (one per line) less those of DROP, 1 MiB blocks, best of five. A probe for
+ * docs/performance.md (issue 18, fourth round), not part of the build:
+ *   cc -O2 bench/probes/hs_only.c -lhs -o /tmp/hs_only
+ *   /tmp/hs_only /tmp/lits.txt bench/data/shape-settings-64.log [/tmp/setlits.txt] */
+#include <hs/hs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAXL 4096
+
+static long hits;
+static int on_match(unsigned id, unsigned long long from, unsigned long long to, unsigned flags, void *ctx)
+{
+    (void)id, (void)from, (void)to, (void)flags, (void)ctx;
+    hits++;
+    return 0;
+}
+
+static int read_lines(const char *path, char **out, int cap)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    while (f && n < cap && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        out[n++] = strdup(line);
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return fprintf(stderr, "usage: hs_only LITS FILE [DROP]\n"), 2;
+    static char *all[MAXL], *drop[MAXL], *lits[MAXL];
+    static unsigned ids[MAXL], flags[MAXL];
+    static size_t lens[MAXL];
+    int na = read_lines(argv[1], all, MAXL), nd = argc > 3 ? read_lines(argv[3], drop, MAXL) : 0, n = 0;
+    for (int i = 0; i < na; i++) {
+        int skip = 0;
+        for (int j = 0; j < nd && !skip; j++)
+            skip = strcmp(all[i], drop[j]) == 0;
+        if (!skip) {
+            lits[n] = all[i], lens[n] = strlen(all[i]), ids[n] = (unsigned)n, flags[n] = 0;
+            n++;
+        }
+    }
+    hs_database_t *db;
+    hs_compile_error_t *err;
+    hs_scratch_t *scratch = NULL;
+    if (hs_compile_lit_multi((const char *const *)lits, flags, ids, lens, (unsigned)n, HS_MODE_BLOCK, NULL, &db, &err) ||
+        hs_alloc_scratch(db, &scratch))
+        return fprintf(stderr, "hs_only: compile failed\n"), 1;
+    FILE *in = fopen(argv[2], "rb");
+    if (!in)
+        return perror(argv[2]), 1;
+    fseek(in, 0, SEEK_END);
+    long size = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    char *buf = malloc((size_t)size);
+    if (!buf || fread(buf, 1, (size_t)size, in) != (size_t)size)
+        return fprintf(stderr, "hs_only: cannot read %s\n", argv[2]), 1;
+    double best = 1e9;
+    for (int r = 0; r < 5; r++) {
+        struct timespec a, b;
+        hits = 0;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long off = 0; off < size; off += 1 << 20)
+            hs_scan(db, buf + off, (unsigned)(size - off < (1 << 20) ? size - off : (1 << 20)), 0, scratch, on_match, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+        if (t < best)
+            best = t;
+    }
+    printf("%d literals: %.3f s, %ld matches\n", n, best, hits);
+    return 0;
+}
