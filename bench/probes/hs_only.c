@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define MAXL 4096
 
 static long hits;
@@ -56,15 +58,10 @@ int main(int argc, char **argv)
     if (hs_compile_lit_multi((const char *const *)lits, flags, ids, lens, (unsigned)n, HS_MODE_BLOCK, NULL, &db, &err) ||
         hs_alloc_scratch(db, &scratch))
         return fprintf(stderr, "hs_only: compile failed\n"), 1;
-    FILE *in = fopen(argv[2], "rb");
-    if (!in)
-        return perror(argv[2]), 1;
-    fseek(in, 0, SEEK_END);
-    long size = ftell(in);
-    fseek(in, 0, SEEK_SET);
-    char *buf = malloc((size_t)size);
-    if (!buf || fread(buf, 1, (size_t)size, in) != (size_t)size)
-        return fprintf(stderr, "hs_only: cannot read %s\n", argv[2]), 1;
+    long size;
+    char *buf = (char *)probe_slurp(argv[2], 0, &size);
+    if (!buf)
+        return 1;
     double best = 1e9;
     for (int r = 0; r < 5; r++) {
         struct timespec a, b;

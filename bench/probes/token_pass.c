@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define MAXN 1024
 #define SLOTS 4096
 static const char *names[MAXN];
@@ -83,15 +85,10 @@ int main(int argc, char **argv)
         unsigned q = fingerprint((const unsigned char *)names[i], lens[i]);
         filter[q >> 6] |= 1ull << (q & 63);
     }
-    FILE *in = fopen(argv[2], "rb");
-    if (!in)
-        return perror(argv[2]), 1;
-    fseek(in, 0, SEEK_END);
-    long size = ftell(in);
-    fseek(in, 0, SEEK_SET);
-    unsigned char *buf = calloc((size_t)size + 128, 1);
-    if (!buf || fread(buf, 1, (size_t)size, in) != (size_t)size)
-        return fprintf(stderr, "token_pass: cannot read %s\n", argv[2]), 1;
+    long size;
+    unsigned char *buf = probe_slurp(argv[2], 128, &size);
+    if (!buf)
+        return 1;
     double best = 1e9;
     long cand = 0, passed = 0, found = 0;
     for (int r = 0; r < 5; r++) {
