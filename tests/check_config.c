@@ -509,6 +509,28 @@ static void two_entries(const char *text, const char *a, const char *va, const c
     config_store_free(st);
 }
 
+START_TEST(test_config_dotted_name_read_again_is_the_same_name_whole)
+{
+    /* A dotted name read again goes to its entry without the walk back over its prefix (the last such
+     * name of each setting is remembered), but only when the whole name is that one: a longer name that
+     * ends the same ("xab.cd.", "z.ab.cd.") is another setting. */
+    const char text[] = "ab.cd.ppo_micro_batch_size_per_gpu=1\n"
+                        "xab.cd.ppo_micro_batch_size_per_gpu=2\n"
+                        "ab.cd.ppo_micro_batch_size_per_gpu=3\n"
+                        "z.ab.cd.ppo_micro_batch_size_per_gpu=4\n"
+                        "ab.cd.ppo_micro_batch_size_per_gpu=5\n"
+                        "  ab.cd.ppo_micro_batch_size_per_gpu=6 x.ab.cd.ppo_micro_batch_size_per_gpu=7\n";
+    const char *lits[] = {"ppo_micro_batch_size_per_gpu"};
+    config_store *st = capture(text, lits, 1);
+    ck_assert_uint_eq(st->n, 4);
+    EQ(exact(st, "ab.cd.ppo_micro_batch_size_per_gpu"), "6");
+    EQ(exact(st, "xab.cd.ppo_micro_batch_size_per_gpu"), "2");
+    EQ(exact(st, "z.ab.cd.ppo_micro_batch_size_per_gpu"), "4");
+    EQ(exact(st, "x.ab.cd.ppo_micro_batch_size_per_gpu"), "7");
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_config_memo_follows_the_enclosing_keys)
 {
     const char brace[] = "(TaskRunner pid=1) {'actor': {\n"
@@ -619,6 +641,7 @@ int main(void)
     tcase_add_test(tc, test_config_last_value_wins_and_jobs_apart);
     tcase_add_test(tc, test_config_reads_again_keep_one_entry_each);
     tcase_add_test(tc, test_config_memo_follows_the_enclosing_keys);
+    tcase_add_test(tc, test_config_dotted_name_read_again_is_the_same_name_whole);
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
     tcase_add_test(tc, test_config_propose_rules);
     tcase_add_test(tc, test_config_version_compare);

@@ -499,7 +499,8 @@ struct config_tracker {
         uint64_t gen;
         const config_store *st;
         const char *job;
-        uint32_t shape; /* YAML: 1 + column and indentation of the name; brackets: 0, or 1 quoted */
+        uint32_t shape; /* YAML: 1 + column and indentation of the name; brackets: 0, or 1 quoted;
+                         * a dotted name: its prefix's length (DOTTED_LAST: the last such name read) */
         size_t idx;     /* the entry in st */
     } memo[CONFIG_MEMO];
 };
@@ -961,6 +962,28 @@ static void memo_keep(config_tracker_memo *m, const char *lit, uint32_t shape, u
     m->idx = idx;
 }
 
+/* The memo of the last dotted name of setting `lit` read as its own path (DOTTED_LAST | its prefix's
+ * length): when b holds that same name before p, whole (the byte before it not a name byte), the walk
+ * back over the prefix would find it and its entry again; its entry's index then, else SIZE_MAX. The
+ * entry's path is that name's text (made by the plain branch of capture_at, which has no '-' in it),
+ * compared in full: is_path's guarantee. */
+#define DOTTED_LAST 0x20000000u
+static size_t dotted_again(config_tracker *tr, const char *lit, size_t len, const char *b, size_t ls, size_t p,
+                           const config_store *st, const char *job, size_t *o)
+{
+    const config_tracker_memo *m = memo_slot(tr, lit, DOTTED_LAST);
+    if (!st || m->lit != lit || (m->shape & 0xe0000000u) != DOTTED_LAST || m->gen != tr->epoch || m->st != st ||
+        m->job != job || m->idx >= st->n)
+        return SIZE_MAX;
+    size_t k = m->shape & 0x1fffffffu;
+    const char *path = st->e[m->idx].path;
+    if (k > p - ls || (p - k > ls && name_byte(b[p - k - 1])) || memcmp(b + p - k, path, k) != 0 ||
+        strncmp(path + k, lit, len) != 0 || path[k + len] != '\0')
+        return SIZE_MAX;
+    *o = k;
+    return m->idx;
+}
+
 static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
                       size_t p, const char *lit, size_t len, const char *job, const char *file, uint64_t line)
 {
@@ -970,7 +993,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     comps path; /* not cleared: only path.c[0..n) is ever read (an initializer would clear 768 bytes a hit) */
     path.n = 0;
     int flag = 0, quoted = 0, dotted = 0, sbatch = lit[0] == '#';
-    size_t dotted_from = 0;
+    size_t dotted_from = 0, again = SIZE_MAX; /* again: dotted_again's entry */
     int plain = 0, dashed = 0; /* dotted, and its text is its path; a '-' in that text */
     char before = p > ls ? b[p - 1] : ' ';
     if (sbatch) {
@@ -990,6 +1013,13 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         size_t r0 = skip_blanks(b, q, le);
         if (r0 == le || (b[r0] != ':' && b[r0] != '=' && b[r0] != '.'))
             return 0;
+        /* the same dotted name as last time (a Hydra override echoed every step): no walk back */
+        size_t ko;
+        if ((again = dotted_again(tr, lit, len, b, ls, p, *st, job, &ko)) != SIZE_MAX) {
+            dotted_from = p - ko;
+            plain = dotted = 1;
+            goto read_value_at_r;
+        }
         /* back over the dotted prefix, noting whether its text is its path as the components would
          * give it (plain): none empty or cut at COMP_CAP, fewer than CONFIG_MAX_COMPONENTS with the
          * leaf; then the components are not built one by one */
@@ -1031,6 +1061,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
         quoted = 1;
         q++;
     }
+read_value_at_r:;
     size_t r = skip_blanks(b, q, le);
     char value[VALUE_CAP];
     int yaml = 0;
@@ -1088,12 +1119,17 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
     if (plain) {
         /* a Hydra override as such: its text is the path (what the components give, joined); read
          * again, it is found by comparing that text with the path of the entry it went to last */
+        if (again != SIZE_MAX)
+            return touch(*st, again, value, file, line) == 0 ? 1 : -1;
         size_t o = p - dotted_from;
         uint32_t dshape = 0x40000000u | (uint32_t)(o & 0x3fffffff);
         config_tracker_memo *dm = dashed ? NULL : memo_slot(tr, lit, dshape);
         size_t at = dm ? memo_find(dm, lit, dshape, tr->epoch, *st, job) : SIZE_MAX;
-        if (at != SIZE_MAX && is_path(&(*st)->e[at], b + dotted_from, o, lit, len))
+        if (at != SIZE_MAX && is_path(&(*st)->e[at], b + dotted_from, o, lit, len)) {
+            if (o < DOTTED_LAST)
+                memo_keep(memo_slot(tr, lit, DOTTED_LAST), lit, DOTTED_LAST | (uint32_t)o, tr->epoch, *st, job, at);
             return touch(*st, at, value, file, line) == 0 ? 1 : -1;
+        }
         memcpy(joined, b + dotted_from, o);
         memcpy(joined + o, lit, len);
         joined[o + len] = '\0';
@@ -1102,8 +1138,11 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
                 *d = '_';
         if (put(st, joined, o + len, value, job, file, line, &at) != 0)
             return -1;
-        if (dm)
+        if (dm) {
             memo_keep(dm, lit, dshape, tr->epoch, *st, job, at);
+            if (o < DOTTED_LAST)
+                memo_keep(memo_slot(tr, lit, DOTTED_LAST), lit, DOTTED_LAST | (uint32_t)o, tr->epoch, *st, job, at);
+        }
         return 1;
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
