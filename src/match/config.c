@@ -966,7 +966,7 @@ static void memo_keep(config_tracker_memo *m, const char *lit, uint32_t shape, u
  * length): when b holds that same name before p, whole (the byte before it not a name byte), the walk
  * back over the prefix would find it and its entry again; its entry's index then, else SIZE_MAX. The
  * entry's path is that name's text (made by the plain branch of capture_at, which has no '-' in it),
- * compared in full: is_path's guarantee. */
+ * checked in full by is_path. */
 #define DOTTED_LAST 0x20000000u
 static size_t dotted_again(config_tracker *tr, const char *lit, size_t len, const char *b, size_t ls, size_t p,
                            const config_store *st, const char *job, size_t *o)
@@ -976,9 +976,7 @@ static size_t dotted_again(config_tracker *tr, const char *lit, size_t len, cons
         m->job != job || m->idx >= st->n)
         return SIZE_MAX;
     size_t k = m->shape & 0x1fffffffu;
-    const char *path = st->e[m->idx].path;
-    if (k > p - ls || (p - k > ls && name_byte(b[p - k - 1])) || memcmp(b + p - k, path, k) != 0 ||
-        strncmp(path + k, lit, len) != 0 || path[k + len] != '\0')
+    if (k > p - ls || (p - k > ls && name_byte(b[p - k - 1])) || !is_path(&st->e[m->idx], b + p - k, k, lit, len))
         return SIZE_MAX;
     *o = k;
     return m->idx;
@@ -1126,23 +1124,22 @@ read_value_at_r:;
         config_tracker_memo *dm = dashed ? NULL : memo_slot(tr, lit, dshape);
         size_t at = dm ? memo_find(dm, lit, dshape, tr->epoch, *st, job) : SIZE_MAX;
         if (at != SIZE_MAX && is_path(&(*st)->e[at], b + dotted_from, o, lit, len)) {
-            if (o < DOTTED_LAST)
-                memo_keep(memo_slot(tr, lit, DOTTED_LAST), lit, DOTTED_LAST | (uint32_t)o, tr->epoch, *st, job, at);
-            return touch(*st, at, value, file, line) == 0 ? 1 : -1;
+            if (touch(*st, at, value, file, line) != 0)
+                return -1;
+        } else {
+            memcpy(joined, b + dotted_from, o);
+            memcpy(joined + o, lit, len);
+            joined[o + len] = '\0';
+            for (char *d = dashed ? joined : memchr(joined + o, '-', len); d && *d; d++)
+                if (*d == '-')
+                    *d = '_';
+            if (put(st, joined, o + len, value, job, file, line, &at) != 0)
+                return -1;
+            if (dm)
+                memo_keep(dm, lit, dshape, tr->epoch, *st, job, at);
         }
-        memcpy(joined, b + dotted_from, o);
-        memcpy(joined + o, lit, len);
-        joined[o + len] = '\0';
-        for (char *d = dashed ? joined : memchr(joined + o, '-', len); d && *d; d++)
-            if (*d == '-')
-                *d = '_';
-        if (put(st, joined, o + len, value, job, file, line, &at) != 0)
-            return -1;
-        if (dm) {
-            memo_keep(dm, lit, dshape, tr->epoch, *st, job, at);
-            if (o < DOTTED_LAST)
-                memo_keep(memo_slot(tr, lit, DOTTED_LAST), lit, DOTTED_LAST | (uint32_t)o, tr->epoch, *st, job, at);
-        }
+        if (dm && o < DOTTED_LAST) /* (a dashed name's path is not its text: not for dotted_again) */
+            memo_keep(memo_slot(tr, lit, DOTTED_LAST), lit, DOTTED_LAST | (uint32_t)o, tr->epoch, *st, job, at);
         return 1;
     }
     if (path.n < CONFIG_MAX_COMPONENTS) {
