@@ -581,6 +581,47 @@ START_TEST(test_config_names_in_code_are_not_values)
 }
 END_TEST
 
+START_TEST(test_config_name_whole_is_where_a_capture_may_read)
+{
+    /* config_name_whole lets a scanner drop an occurrence before it costs a line: it must say 0 only
+     * where config_capture reads nothing, and 1 where it reads a value */
+    static const struct {
+        const char *line;
+        int whole;
+    } cases[] = {
+        {"micro_batch_size: 4", 1},
+        {"  micro_batch_size=4", 1},
+        {"--micro_batch_size 4", 1},
+        {"actor.micro_batch_size=4", 1},
+        {"'micro_batch_size': 4,", 1},
+        {"ppo_micro_batch_size: 4", 0},   /* a longer name: an identifier byte before */
+        {"xmicro_batch_size=4", 0},
+        {"9micro_batch_size=4", 0},
+        {"micro_batch_size_per_gpu: 4", 0}, /* ... or after */
+        {"micro_batch_size-x: 4", 0},       /* a dashed name goes on */
+        {"micro_batch_sizeZ=4", 0},
+    };
+    const char *lit = "micro_batch_size";
+    size_t len = strlen(lit);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64];
+        int n = snprintf(buf, sizeof buf, "\n%s\n", cases[i].line);
+        size_t p = (size_t)(strstr(buf + 1, lit) - buf);
+        ck_assert_msg(config_name_whole(buf, p, len, (size_t)n) == cases[i].whole, "%s", cases[i].line);
+        config_store *st = NULL;
+        config_tracker *tr = config_tracker_new();
+        int got = config_capture(&st, tr, lit, buf, 0, 1, (size_t)n - 1, "", "t.log", 2);
+        ck_assert_msg(got == cases[i].whole, "%s: %d values", cases[i].line, got);
+        config_tracker_free(tr);
+        config_store_free(st);
+    }
+    /* the bytes it may not read: none before the buffer, none from `avail` on */
+    ck_assert_int_eq(config_name_whole("micro_batch_size", 0, len, len), 1);
+    ck_assert_int_eq(config_name_whole("micro_batch_sizeX", 0, len, len), 1);
+    ck_assert_int_eq(config_name_whole("micro_batch_sizeX", 0, len, len + 1), 0);
+}
+END_TEST
+
 START_TEST(test_config_propose_rules)
 {
     EQ(propose("halve", "32"), "16");
@@ -643,6 +684,7 @@ int main(void)
     tcase_add_test(tc, test_config_memo_follows_the_enclosing_keys);
     tcase_add_test(tc, test_config_dotted_name_read_again_is_the_same_name_whole);
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
+    tcase_add_test(tc, test_config_name_whole_is_where_a_capture_may_read);
     tcase_add_test(tc, test_config_propose_rules);
     tcase_add_test(tc, test_config_version_compare);
     suite_add_tcase(s, tc);

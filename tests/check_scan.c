@@ -366,6 +366,23 @@ START_TEST(test_scan_settings_run_is_read_once_not_line_by_line)
 }
 END_TEST
 
+START_TEST(test_scan_setting_inside_a_longer_name_is_no_hit)
+{
+    /* "micro_batch_size" inside "my_micro_batch_size_total" reads no setting (config_name_whole): the
+     * scanner drops it as found, so its line is no hit line, like any line without one, and its
+     * stamp is not the clock's. Kept, the line was a settings run of one and gave 11:30. */
+    ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
+                                "2025-06-01 11:30:00 my_micro_batch_size_total: 4\n"
+                                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
+                     10 * 60);
+    /* the same line naming the setting itself is one */
+    ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
+                                "2025-06-01 11:30:00 my.micro_batch_size: 4\n"
+                                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
+                     11 * 60 + 30);
+}
+END_TEST
+
 START_TEST(test_scan_reads_stamps_after_the_last_failure_only_when_asked)
 {
     /* After a source's last failure the stamps of its lines feed only scan_result.last_time, which
@@ -865,6 +882,7 @@ int main(void)
     tcase_add_test(tc, test_scan_source_names);
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
     tcase_add_test(tc, test_scan_reads_stamps_after_the_last_failure_only_when_asked);
+    tcase_add_test(tc, test_scan_setting_inside_a_longer_name_is_no_hit);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);

@@ -982,6 +982,12 @@ static size_t dotted_again(config_tracker *tr, const char *lit, size_t len, cons
     return m->idx;
 }
 
+int config_name_whole(const char *b, size_t p, size_t len, size_t avail)
+{
+    size_t q = p + len;
+    return !(p > 0 && ident(b[p - 1])) && !(q < avail && (ident(b[q]) || b[q] == '-'));
+}
+
 static int capture_at(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t le,
                       size_t p, const char *lit, size_t len, const char *job, const char *file, uint64_t line)
 {

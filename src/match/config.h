@@ -101,6 +101,14 @@ int config_capture_from(config_store **st, config_tracker *tr, const char *lit, 
                         uint64_t base, size_t start, size_t first, size_t end, const char *job, const char *file,
                         uint64_t line);
 
+/* Whether the occurrence of setting name `lit` (len bytes) at b[p] may be read as that setting: not
+ * inside a longer name, that is no letter, digit or '_' before it and none of those or '-' after it
+ * (b[p - 1] is read only when p > 0, b[p + len] only when p + len < avail). config_capture reads no
+ * value where this is 0, whatever the line holds: a scanner may drop such an occurrence before it
+ * costs a line (a log that echoes ppo_micro_batch_size_per_gpu also holds micro_batch_size_per_gpu
+ * in it, on every line). */
+int config_name_whole(const char *b, size_t p, size_t len, size_t avail);
+
 /* The value the job used for checklist key `key` in job `job` ("" matches every job): the entry whose
  * path agrees with the most trailing components of the key (one a suffix of the other), the latest
  * read among equals. NULL when the log never printed it. */

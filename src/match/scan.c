@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "match/classify.h"
+#include "match/config.h"
 #include "match/lines.h"
 #include "match/match.h"
 #include "match/names.h"
@@ -73,6 +74,7 @@ typedef struct {
     unsigned char *pre_to;
     size_t pre_cap;
     ssize_t pre_n;
+    const uint32_t *whole; /* the scanner's: hits that are no setting are dropped here too */
 } splitter;
 
 struct scanner {
@@ -106,6 +108,9 @@ struct scanner {
     size_t seen[MAX_LINE_TARGETS];
     size_t n_seen;
     unsigned char *cheap; /* per literal: classify_is_cheap's answer */
+    /* per literal: a setting name's length (cheap[] == CHEAP_SETTINGS), else 0. An occurrence inside a
+     * longer name reads nothing (config_name_whole): it is dropped as found, before it costs a line. */
+    uint32_t *whole;
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
@@ -175,12 +180,16 @@ scanner *scanner_new(const pdb *db)
     sc->cl = sc->m ? classifier_new(db, sc->m) : NULL;
     sc->buf = sc->mem = buffer_new();
     sc->cheap = calloc(db->n_literals ? db->n_literals : 1, 1);
-    if (!sc->m || !sc->cl || !sc->buf || !sc->cheap) {
+    sc->whole = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->whole);
+    if (!sc->m || !sc->cl || !sc->buf || !sc->cheap || !sc->whole) {
         scanner_free(sc);
         return NULL;
     }
-    for (size_t i = 0; i < db->n_literals; i++)
+    for (size_t i = 0; i < db->n_literals; i++) {
         sc->cheap[i] = (unsigned char)classify_is_cheap(db, i);
+        /* a setting's literal is its name (patterndb.c, add_config_literal) */
+        sc->whole[i] = sc->cheap[i] == CHEAP_SETTINGS ? (uint32_t)strlen(db->literals[i].text) : 0;
+    }
     return sc;
 }
 
@@ -206,6 +215,7 @@ void scanner_free(scanner *sc)
     free(sc->mem);
     free(sc->mem2);
     free(sc->cheap);
+    free(sc->whole);
     free(sc);
 }
 
@@ -375,6 +385,8 @@ static void close_line(scanner *sc)
 static size_t on_hit(void *ud, size_t lit, size_t pos)
 {
     scanner *sc = ud;
+    if (sc->whole[lit] && !config_name_whole((const char *)sc->buf, pos, sc->whole[lit], sc->len))
+        return pos + 1; /* not the setting: a part of a longer name */
     if (sc->line_end == 0 || pos >= sc->line_end) {
         close_line(sc);
         if (sc->status)
@@ -426,6 +438,8 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
             h->n--;
         return SIZE_MAX;
     }
+    if (h->whole[lit] && !config_name_whole((const char *)h->buf, pos, h->whole[lit], h->avail))
+        return pos + 1; /* as on_hit: not a hit at all */
     h->lines += scan_count_lines(h->buf + h->counted_to, pos - h->counted_to);
     h->counted_to = pos;
     int32_t stamp = SPLIT_UNREAD;
@@ -518,6 +532,7 @@ int scanner_use_helper(scanner *sc, unsigned cores)
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
     h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
     h->m = matcher_new(sc->db);
+    h->whole = sc->whole;
     h->share = 26; /* 40%: a start; prefilter_region moves it to where both threads end together */
     if (!h->hits || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
         splitter_free_parts(h);
