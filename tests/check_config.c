@@ -10,23 +10,56 @@
 #include "match/version.h"
 #include "check_main.h"
 
+/* The first occurrence of lit in text[s..e) that config_name_whole takes (as the scanner hands it
+ * over), or e. */
+static size_t first_whole(const char *text, size_t s, size_t e, const char *lit)
+{
+    size_t len = strlen(lit);
+    for (size_t p = s; p + len <= e; p++)
+        if (memcmp(text + p, lit, len) == 0 && config_name_whole(text, p, len, strlen(text)))
+            return p;
+    return e;
+}
+
 /* Feed every line of `text` to config_capture as the scanner would (the whole text before a line
- * is its context, counted by one tracker as the lines pass). */
+ * is its context, counted by one tracker as the lines pass). Each line is also fed as the scanner's
+ * helper does, its first occurrence read ahead (config_occurrence_read, config_capture_from), into
+ * a second store with a second tracker: both must hold the same entries, in the same order. */
 static config_store *capture(const char *text, const char *const *lits, size_t n)
 {
-    config_store *st = NULL;
-    config_tracker *tr = config_tracker_new();
+    config_store *st = NULL, *ahead = NULL;
+    config_tracker *tr = config_tracker_new(), *tr2 = config_tracker_new();
     ck_assert_ptr_nonnull(tr);
+    ck_assert_ptr_nonnull(tr2);
     size_t len = strlen(text), s = 0;
     while (s < len) {
         size_t e = s;
         while (e < len && text[e] != '\n')
             e++;
-        for (size_t i = 0; i < n; i++)
-            ck_assert_int_ge(config_capture(&st, tr, lits[i], text, 0, s, e, "", "t.log", 0), 0);
+        for (size_t i = 0; i < n; i++) {
+            int got = config_capture(&st, tr, lits[i], text, 0, s, e, "", "t.log", 0), got2;
+            ck_assert_int_ge(got, 0);
+            size_t p = first_whole(text, s, e, lits[i]);
+            if (p < e) {
+                config_occurrence occ;
+                config_occurrence_read(text, s, e, p, lits[i], strlen(lits[i]), &occ);
+                got2 = config_capture_from(&ahead, tr2, lits[i], strlen(lits[i]), text, 0, s, p, e, &occ, "", "t.log", 0);
+            } else {
+                got2 = config_capture(&ahead, tr2, lits[i], text, 0, s, e, "", "t.log", 0);
+            }
+            ck_assert_int_eq(got2, got);
+        }
         s = e + 1;
     }
+    ck_assert_uint_eq(st ? st->n : 0, ahead ? ahead->n : 0);
+    for (size_t i = 0; st && i < st->n; i++) {
+        ck_assert_str_eq(st->e[i].path, ahead->e[i].path);
+        ck_assert_str_eq(st->e[i].value, ahead->e[i].value);
+        ck_assert_uint_eq(st->e[i].seq, ahead->e[i].seq);
+    }
     config_tracker_free(tr);
+    config_tracker_free(tr2);
+    config_store_free(ahead);
     return st;
 }
 
@@ -254,8 +287,8 @@ START_TEST(test_config_dotted_override_paths)
     config_tracker *tr = config_tracker_new();
     const char *line = "ppo_micro_batch_size_per_gpu=1 critic.micro_batch_size=8 actor.micro_batch_size=9";
     size_t first = (size_t)(strstr(line, "micro_batch_size") - line);
-    ck_assert_int_eq(config_capture_from(&st2, tr, lits[0], strlen(lits[0]), line, 0, 0, first, strlen(line), "",
-                                         "t.log", 1),
+    ck_assert_int_eq(config_capture_from(&st2, tr, lits[0], strlen(lits[0]), line, 0, 0, first, strlen(line), NULL,
+                                         "", "t.log", 1),
                      2);
     ck_assert_uint_eq(st2->n, 2);
     EQ(st2->e[0].path, "critic.micro_batch_size");

@@ -149,7 +149,7 @@ static oomscan_status capture_version(classifier *c, const scan_view *v, size_t 
 }
 
 oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
-                              size_t le)
+                              size_t le, const config_occurrence *occ)
 {
     const pdb_literal *l = &c->db->literals[lit];
     for (size_t k = 0; k < l->n_targets; k++) {
@@ -173,8 +173,8 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
              * that echoes settings stays on the fast path */
             const char *name = c->db->config_lits[tg->index];
             config_store **st = job_store(c);
-            if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf,
-                                           v->base, *ls, pos, le, c->src->job_id, c->src->path, line) < 0)
+            if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf, v->base, *ls, pos,
+                                           le, occ, c->src->job_id, c->src->path, line) < 0)
                 return OOMSCAN_ERR_NOMEM;
         }
     }

@@ -94,12 +94,31 @@ void config_tracker_pass(config_tracker *t, const char *buf, uint64_t base, size
 int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
                    size_t start, size_t end, const char *job, const char *file, uint64_t line);
 
+/* What the bytes alone say of one occurrence of a setting's name: whether a value is read there, how
+ * the setting's path is to be built and where its value lies, as offsets from the name (small: a
+ * scanner may keep one per hit). It reads no state, so it may be read on another thread ahead of the
+ * capture: the scanner's helper reads those of its part of a buffer while the scanner's thread
+ * replays the hits before them. */
+typedef struct {
+    uint32_t kind;  /* 0: no value is read there; else how (config.c, OCC_) */
+    uint32_t shape; /* a name read in a dump's surroundings: where, for finding its entry again */
+    uint32_t back;  /* a dotted name: its prefix starts this many bytes before it */
+    uint32_t vat;   /* the value starts this many bytes after the name's start, */
+    uint32_t vlen;  /* and is vlen bytes long (a switch without a value: 0, read as "true") */
+} config_occurrence;
+
+/* Fill *o for the occurrence of setting lit (len bytes) at b[p], in the line b[ls..le). Reads only
+ * b[ls..le). */
+void config_occurrence_read(const char *b, size_t ls, size_t le, size_t p, const char *lit, size_t len,
+                            config_occurrence *o);
+
 /* config_capture for a caller that knows where the setting's first occurrence in the line is: buf[first]
- * starts lit (len bytes; no occurrence of it in buf[start..first)), so the line is searched only after
- * it. Same values, same order. */
+ * starts lit (len bytes; no occurrence of it in buf[start..first) that config_name_whole takes), so
+ * the line is searched only after it. occ: config_occurrence_read's answer for buf[first] with these bounds, when the caller has it
+ * (then that occurrence's bytes are not read again), else NULL. Same values, same order. */
 int config_capture_from(config_store **st, config_tracker *tr, const char *lit, size_t len, const char *buf,
-                        uint64_t base, size_t start, size_t first, size_t end, const char *job, const char *file,
-                        uint64_t line);
+                        uint64_t base, size_t start, size_t first, size_t end, const config_occurrence *occ,
+                        const char *job, const char *file, uint64_t line);
 
 /* Whether the occurrence of setting name `lit` (len bytes) at b[p] may be read as that setting: not
  * inside a longer name, that is no letter, digit or '_' before it and none of those or '-' after it

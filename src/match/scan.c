@@ -35,6 +35,13 @@ typedef struct {
                      * `stamps`, SPLIT_NO_STAMP (it has none) or SPLIT_UNREAD */
 } split_hit;
 
+/* A setting's name among the helper's hits (scanner.whole): what its bytes say, read by the helper
+ * (config_occurrence_read), and where its line starts, so that the replay reads neither. */
+typedef struct {
+    config_occurrence occ;
+    uint32_t ls_back; /* the line starts this many bytes before the hit */
+} split_occ;
+
 #define SPLIT_UNREAD (-1)
 #define SPLIT_NO_STAMP (-2)
 #define SPLIT_BATCH 128  /* hits the helper hands over at once (one lock per batch) */
@@ -49,6 +56,7 @@ typedef struct {
     const unsigned char *buf;
     size_t from, end, avail;
     split_hit *hits;
+    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (whole[lit]) */
     size_t n;
     /* hits[0..published) may be replayed while the helper goes on: the scanner's thread replays them
      * as they come instead of after the whole part (its replay then overlaps the helper's search) */
@@ -75,6 +83,8 @@ typedef struct {
     size_t pre_cap;
     ssize_t pre_n;
     const uint32_t *whole; /* the scanner's: hits that are no setting are dropped here too */
+    const pdb_literal *lits;
+    size_t line_start; /* the start of the line of the last hit, SIZE_MAX until a setting needed it */
 } splitter;
 
 struct scanner {
@@ -127,6 +137,7 @@ struct scanner {
     size_t line_start; /* where that line starts, SIZE_MAX until a cheap target needed it */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
     size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
+    const split_occ *replay_occ; /* and the helper's reading of its setting's name (NULL: none) */
     size_t n_pushed, n_read;   /* deferred lines, and how many of them had to be read, since the last split */
     splitter *split; /* NULL: one thread */
     unsigned char *mem;   /* the block buf lies in (buffer_new): buf is placed in it so that reads land on
@@ -206,6 +217,7 @@ void scanner_free(scanner *sc)
         pthread_mutex_destroy(&sc->split->mu);
         pthread_cond_destroy(&sc->split->cv);
         free(sc->split->hits);
+        free(sc->split->occs);
         free(sc->split->stamps);
         matcher_free(sc->split->m);
         free(sc->split);
@@ -385,8 +397,8 @@ static void close_line(scanner *sc)
 static size_t on_hit(void *ud, size_t lit, size_t pos)
 {
     scanner *sc = ud;
-    if (sc->whole[lit] && !config_name_whole((const char *)sc->buf, pos, sc->whole[lit], sc->len))
-        return pos + 1; /* not the setting: a part of a longer name */
+    if (sc->whole[lit] && !sc->replay_eol && !config_name_whole((const char *)sc->buf, pos, sc->whole[lit], sc->len))
+        return pos + 1; /* not the setting: a part of a longer name (a replayed hit: the helper saw to it) */
     if (sc->line_end == 0 || pos >= sc->line_end) {
         close_line(sc);
         if (sc->status)
@@ -409,7 +421,12 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     if (sc->cheap[lit]) {
         scan_view v = view(sc);
         uint64_t line = sc->cheap[lit] == CHEAP_VOTES ? 0 : line_number_at(sc, pos); /* counted later */
-        oomscan_status st = classify_cheap(sc->cl, &v, lit, pos, line, &sc->line_start, sc->line_end);
+        const config_occurrence *occ = NULL;
+        if (sc->replay_occ) {
+            occ = &sc->replay_occ->occ;
+            sc->line_start = pos - sc->replay_occ->ls_back;
+        }
+        oomscan_status st = classify_cheap(sc->cl, &v, lit, pos, line, &sc->line_start, sc->line_end, occ);
         if (st) {
             sc->status = st;
             return SIZE_MAX;
@@ -444,8 +461,21 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
     h->counted_to = pos;
     int32_t stamp = SPLIT_UNREAD;
     int new_line = h->line_end == 0 || pos >= h->line_end;
-    if (new_line)
+    if (new_line) {
         h->line_end = lines_eol(h->buf, pos, h->end); /* on_hit's bounds: the replay need not look */
+        h->line_start = SIZE_MAX;
+    }
+    if (h->whole[lit]) {
+        /* a setting's name: its bytes read here, where the second core has time, not in the replay
+         * (a log that echoes settings on every line is a log of hits; on_hit's bounds and
+         * classify_cheap's line start) */
+        if (h->line_start == SIZE_MAX)
+            h->line_start = lines_bol(h->buf, 0, pos);
+        split_occ *o = &h->occs[h->n];
+        config_occurrence_read((const char *)h->buf, h->line_start, h->line_end, pos, h->lits[lit].text, h->whole[lit],
+                               &o->occ);
+        o->ls_back = (uint32_t)(pos - h->line_start);
+    }
     if (h->stamps_too && new_line) {
         /* a new line: its stamp, as resolve_deferred_time would read it (on_hit's bounds) */
         if (h->n_stamps < SPLIT_STAMPS) {
@@ -512,6 +542,7 @@ const char *scanner_regex_note(const scanner *sc) { return matcher_budget_note(s
 static void splitter_free_parts(splitter *h)
 {
     free(h->hits);
+    free(h->occs);
     free(h->stamps);
     matcher_free(h->m);
     free(h);
@@ -530,11 +561,13 @@ int scanner_use_helper(scanner *sc, unsigned cores)
         return -1;
     }
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
+    h->occs = malloc(SPLIT_HITS * sizeof *h->occs); /* its pages are touched only by a log of settings */
     h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
     h->m = matcher_new(sc->db);
     h->whole = sc->whole;
+    h->lits = sc->db->literals;
     h->share = 26; /* 40%: a start; prefilter_region moves it to where both threads end together */
-    if (!h->hits || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
+    if (!h->hits || !h->occs || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
         splitter_free_parts(h);
         return -1;
     }
@@ -627,19 +660,22 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
             sc->jump_lines = at_mid + x->lines;
             sc->replay_stamp = x->stamp >= 0 ? &h->stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
             sc->replay_eol = x->eol;
+            sc->replay_occ = sc->whole[x->lit] ? &h->occs[i] : NULL;
             (void)on_hit(sc, x->lit, x->pos); /* it stops only by setting sc->status */
             sc->replay_stamp = NULL;
             sc->replay_eol = 0;
+            sc->replay_occ = NULL;
         }
         if (done && (i == upto || sc->status))
             break;
     }
     /* The share moves, a 64th per region, towards where this thread's part and replay end as the
-     * helper ends: it waited for hits, so it takes more; the helper was done before this thread's
-     * own part was, so it takes less. */
+     * helper ends: it waited for hits, so it takes more; it never did, so the helper was always ahead
+     * and done first (before this thread's own part, or while it replayed a log of hits: settings
+     * echoed on every line), so it takes less. */
     if (waited && !helper_first && h->share < 56)
         h->share++;
-    else if (helper_first && h->share > 8)
+    else if (!waited && h->share > 8)
         h->share--;
     if (sc->status)
         return;
