@@ -28,6 +28,7 @@ static size_t first_whole(const char *text, size_t s, size_t e, const char *lit)
 static config_store *capture(const char *text, const char *const *lits, size_t n)
 {
     config_store *st = NULL, *ahead = NULL;
+    static config_prefixes prefixes; /* as the helper's: kept from text to text (a lit is its text's) */
     config_tracker *tr = config_tracker_new(), *tr2 = config_tracker_new();
     ck_assert_ptr_nonnull(tr);
     ck_assert_ptr_nonnull(tr2);
@@ -42,7 +43,7 @@ static config_store *capture(const char *text, const char *const *lits, size_t n
             size_t p = first_whole(text, s, e, lits[i]);
             if (p < e) {
                 config_occurrence occ;
-                config_occurrence_read(text, s, e, p, lits[i], strlen(lits[i]), &occ);
+                config_occurrence_read(text, s, e, p, lits[i], strlen(lits[i]), &prefixes, &occ);
                 got2 = config_capture_from(&ahead, tr2, lits[i], strlen(lits[i]), text, 0, s, p, e, &occ, "", "t.log", 0);
             } else {
                 got2 = config_capture(&ahead, tr2, lits[i], text, 0, s, e, "", "t.log", 0);
@@ -655,6 +656,27 @@ START_TEST(test_config_name_whole_is_where_a_capture_may_read)
 }
 END_TEST
 
+START_TEST(test_config_prefix_read_ahead_is_compared_whole)
+{
+    /* config_occurrence_read remembers each setting's last dotted prefix; a longer name ending in the
+     * same text ("rollout.actor." after "actor.") must still be walked back over whole. capture()
+     * reads every line both ways and fails on any difference. */
+    const char *lits[] = {"micro_batch_size"};
+    config_store *st = capture("actor.micro_batch_size=1\n"
+                               "rollout.actor.micro_batch_size=2\n"
+                               "actor.micro_batch_size=3\n"
+                               "x-actor.micro_batch_size=4\n",
+                               lits, 1);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_eq(st->n, 3);
+    EQ(st->e[0].path, "actor.micro_batch_size");
+    EQ(st->e[0].value, "3");
+    EQ(st->e[1].path, "rollout.actor.micro_batch_size");
+    EQ(st->e[2].path, "x_actor.micro_batch_size");
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_config_propose_rules)
 {
     EQ(propose("halve", "32"), "16");
@@ -718,6 +740,7 @@ int main(void)
     tcase_add_test(tc, test_config_dotted_name_read_again_is_the_same_name_whole);
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
     tcase_add_test(tc, test_config_name_whole_is_where_a_capture_may_read);
+    tcase_add_test(tc, test_config_prefix_read_ahead_is_compared_whole);
     tcase_add_test(tc, test_config_propose_rules);
     tcase_add_test(tc, test_config_version_compare);
     suite_add_tcase(s, tc);

@@ -1000,6 +1000,7 @@ int config_name_whole(const char *b, size_t p, size_t len, size_t avail)
 }
 
 /* What the bytes of the occurrence of `lit` at b[p] in the line b[ls..le) say, into *o (config.h).
+ * pm: the prefixes read before (config_occurrence_read's), or NULL.
  * known: the length of its dotted prefix when dotted_again found it (the walk back is skipped: the
  * name is plain and has no '-'), else SIZE_MAX. */
 enum {
@@ -1016,7 +1017,7 @@ enum {
 };
 
 static void occurrence(const char *b, size_t ls, size_t le, size_t p, const char *lit, size_t len, size_t known,
-                       config_occurrence *o)
+                       config_prefixes *pm, config_occurrence *o)
 {
     o->kind = 0;
     size_t q = p + len;
@@ -1044,6 +1045,19 @@ static void occurrence(const char *b, size_t ls, size_t le, size_t p, const char
             return;
         k = OCC_DOTTED | OCC_PLAIN;
         size_t s = p - known;
+        struct config_prefix *pre = NULL;
+        if (known == SIZE_MAX && pm) {
+            /* the prefix this setting had last time, when the same text, whole, stands before it:
+             * the walk below would stop where it starts and find the same components */
+            pre = &pm->e[((uintptr_t)lit * 0x9E3779B97F4A7C15ull) >> 59];
+            size_t kk = pre->back;
+            if (pre->lit == lit && kk <= p - ls && (p - kk == ls || !name_byte(b[p - kk - 1])) &&
+                memcmp(b + p - kk, pre->text, kk) == 0) {
+                known = kk;
+                s = p - kk;
+                k = OCC_DOTTED | pre->kind;
+            }
+        }
         if (known == SIZE_MAX) {
             /* back over the dotted prefix, noting whether its text is its path as the components
              * would give it (plain): none empty or cut at COMP_CAP, fewer than
@@ -1067,6 +1081,12 @@ static void occurrence(const char *b, size_t ls, size_t le, size_t p, const char
                 k &= ~OCC_PLAIN;
             if (memchr(b + s, '-', p - 1 - s))
                 k |= OCC_DASHED;
+            if (pre && p - s <= sizeof pre->text) {
+                pre->lit = lit;
+                pre->back = (uint32_t)(p - s);
+                pre->kind = k & (OCC_PLAIN | OCC_DASHED);
+                memcpy(pre->text, b + s, p - s);
+            }
         }
         o->back = (uint32_t)(p - s);
     } else if (before == '\'' || before == '"') {
@@ -1124,9 +1144,9 @@ static void occurrence(const char *b, size_t ls, size_t le, size_t p, const char
 }
 
 void config_occurrence_read(const char *b, size_t ls, size_t le, size_t p, const char *lit, size_t len,
-                            config_occurrence *o)
+                            config_prefixes *pm, config_occurrence *o)
 {
-    occurrence(b, ls, le, p, lit, len, SIZE_MAX, o);
+    occurrence(b, ls, le, p, lit, len, SIZE_MAX, pm, o);
 }
 
 /* The occurrence o of `lit` at b[p] in the line that starts at b[ls], read into the store. again:
@@ -1244,7 +1264,7 @@ static int capture_at(config_store **st, config_tracker *tr, const char *b, uint
             tried = 1;
             again = dotted_again(tr, lit, len, b, ls, p, *st, job, &known);
         }
-        occurrence(b, ls, le, p, lit, len, again != SIZE_MAX ? known : SIZE_MAX, &o);
+        occurrence(b, ls, le, p, lit, len, again != SIZE_MAX ? known : SIZE_MAX, NULL, &o);
         pre = &o;
     }
     if (!pre->kind)

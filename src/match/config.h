@@ -107,10 +107,21 @@ typedef struct {
     uint32_t vlen;  /* and is vlen bytes long (a switch without a value: 0, read as "true") */
 } config_occurrence;
 
+/* What one thread reading occurrences remembers of the dotted names it read, the last prefix of each
+ * setting, so that an override echoed on every line is compared with it instead of walked back over:
+ * the answers are the same as without it. Zeroed before first use; one per thread. */
+typedef struct {
+    struct config_prefix {
+        const char *lit;
+        uint32_t back, kind;
+        char text[64];
+    } e[32];
+} config_prefixes;
+
 /* Fill *o for the occurrence of setting lit (len bytes) at b[p], in the line b[ls..le). Reads only
- * b[ls..le). */
+ * b[ls..le). pm: this thread's memory of prefixes (NULL: none). */
 void config_occurrence_read(const char *b, size_t ls, size_t le, size_t p, const char *lit, size_t len,
-                            config_occurrence *o);
+                            config_prefixes *pm, config_occurrence *o);
 
 /* config_capture for a caller that knows where the setting's first occurrence in the line is: buf[first]
  * starts lit (len bytes; no occurrence of it in buf[start..first) that config_name_whole takes), so

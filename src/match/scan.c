@@ -84,6 +84,7 @@ typedef struct {
     ssize_t pre_n;
     const uint32_t *whole; /* the scanner's: hits that are no setting are dropped here too */
     const pdb_literal *lits;
+    config_prefixes prefixes; /* config_occurrence_read's, this thread's */
     size_t line_start; /* the start of the line of the last hit, SIZE_MAX until a setting needed it */
 } splitter;
 
@@ -473,7 +474,7 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
             h->line_start = lines_bol(h->buf, 0, pos);
         split_occ *o = &h->occs[h->n];
         config_occurrence_read((const char *)h->buf, h->line_start, h->line_end, pos, h->lits[lit].text, h->whole[lit],
-                               &o->occ);
+                               &h->prefixes, &o->occ);
         o->ls_back = (uint32_t)(pos - h->line_start);
     }
     if (h->stamps_too && new_line) {
