@@ -56,7 +56,8 @@ typedef struct {
     const unsigned char *buf;
     size_t from, end, avail;
     split_hit *hits;
-    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (whole[lit]) */
+    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (whole[lit]); made at the
+                      * first one (NULL: none yet, or out of memory) */
     size_t n;
     /* hits[0..published) may be replayed while the helper goes on: the scanner's thread replays them
      * as they come instead of after the whole part (its replay then overlaps the helper's search) */
@@ -71,6 +72,7 @@ typedef struct {
     int stamps_too;
     matcher *m;
     size_t line_end; /* end of the line of the last hit, 0 = none yet */
+    size_t line_start; /* and its start, SIZE_MAX until a setting's name needed it */
     timefmt *stamps;
     size_t n_stamps;
     /* The next read, done here once this part is searched (prefetch 1 -> 2): while the scanner's
@@ -85,7 +87,6 @@ typedef struct {
     const uint32_t *whole; /* the scanner's: hits that are no setting are dropped here too */
     const pdb_literal *lits;
     config_prefixes prefixes; /* config_occurrence_read's, this thread's */
-    size_t line_start; /* the start of the line of the last hit, SIZE_MAX until a setting needed it */
 } splitter;
 
 struct scanner {
@@ -446,6 +447,21 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     return pos + 1;
 }
 
+/* A setting's name among the helper's hits: its bytes read here, where the second core has time,
+ * not in the replay (a log that echoes settings on every line is a log of hits), with on_hit's line
+ * bounds and classify_cheap's line start. Out of split_collect's line: most logs have few. */
+static __attribute__((noinline)) void read_ahead(splitter *h, size_t lit, size_t pos)
+{
+    if (!h->occs && !(h->occs = malloc(SPLIT_HITS * sizeof *h->occs)))
+        return; /* out of memory: the replay reads them itself */
+    if (h->line_start == SIZE_MAX)
+        h->line_start = lines_bol(h->buf, 0, pos);
+    split_occ *o = &h->occs[h->n];
+    config_occurrence_read((const char *)h->buf, h->line_start, h->line_end, pos, h->lits[lit].text, h->whole[lit],
+                           &h->prefixes, &o->occ);
+    o->ls_back = (uint32_t)(pos - h->line_start);
+}
+
 static size_t split_collect(void *ud, size_t lit, size_t pos)
 {
     splitter *h = ud;
@@ -466,17 +482,8 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
         h->line_end = lines_eol(h->buf, pos, h->end); /* on_hit's bounds: the replay need not look */
         h->line_start = SIZE_MAX;
     }
-    if (h->whole[lit]) {
-        /* a setting's name: its bytes read here, where the second core has time, not in the replay
-         * (a log that echoes settings on every line is a log of hits; on_hit's bounds and
-         * classify_cheap's line start) */
-        if (h->line_start == SIZE_MAX)
-            h->line_start = lines_bol(h->buf, 0, pos);
-        split_occ *o = &h->occs[h->n];
-        config_occurrence_read((const char *)h->buf, h->line_start, h->line_end, pos, h->lits[lit].text, h->whole[lit],
-                               &h->prefixes, &o->occ);
-        o->ls_back = (uint32_t)(pos - h->line_start);
-    }
+    if (h->whole[lit])
+        read_ahead(h, lit, pos);
     if (h->stamps_too && new_line) {
         /* a new line: its stamp, as resolve_deferred_time would read it (on_hit's bounds) */
         if (h->n_stamps < SPLIT_STAMPS) {
@@ -562,13 +569,12 @@ int scanner_use_helper(scanner *sc, unsigned cores)
         return -1;
     }
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
-    h->occs = malloc(SPLIT_HITS * sizeof *h->occs); /* its pages are touched only by a log of settings */
     h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
     h->m = matcher_new(sc->db);
     h->whole = sc->whole;
     h->lits = sc->db->literals;
     h->share = 26; /* 40%: a start; prefilter_region moves it to where both threads end together */
-    if (!h->hits || !h->occs || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
+    if (!h->hits || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
         splitter_free_parts(h);
         return -1;
     }
@@ -661,7 +667,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
             sc->jump_lines = at_mid + x->lines;
             sc->replay_stamp = x->stamp >= 0 ? &h->stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
             sc->replay_eol = x->eol;
-            sc->replay_occ = sc->whole[x->lit] ? &h->occs[i] : NULL;
+            sc->replay_occ = sc->whole[x->lit] && h->occs ? &h->occs[i] : NULL;
             (void)on_hit(sc, x->lit, x->pos); /* it stops only by setting sc->status */
             sc->replay_stamp = NULL;
             sc->replay_eol = 0;
