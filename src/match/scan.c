@@ -72,7 +72,6 @@ typedef struct {
     int stamps_too;
     matcher *m;
     size_t line_end; /* end of the line of the last hit, 0 = none yet */
-    size_t line_start; /* and its start, SIZE_MAX until a setting's name needed it */
     timefmt *stamps;
     size_t n_stamps;
     /* The next read, done here once this part is searched (prefetch 1 -> 2): while the scanner's
@@ -87,6 +86,8 @@ typedef struct {
     const uint32_t *whole; /* the scanner's: hits that are no setting are dropped here too */
     const pdb_literal *lits;
     config_prefixes prefixes; /* config_occurrence_read's, this thread's */
+    size_t ls, ls_eol; /* the start of the line that ends at ls_eol (read_ahead's: split_collect's line
+                        * of the last hit, when a setting's name needed it) */
 } splitter;
 
 struct scanner {
@@ -454,12 +455,14 @@ static __attribute__((noinline)) void read_ahead(splitter *h, size_t lit, size_t
 {
     if (!h->occs && !(h->occs = malloc(SPLIT_HITS * sizeof *h->occs)))
         return; /* out of memory: the replay reads them itself */
-    if (h->line_start == SIZE_MAX)
-        h->line_start = lines_bol(h->buf, 0, pos);
+    if (h->ls_eol != h->line_end) {
+        h->ls = lines_bol(h->buf, 0, pos);
+        h->ls_eol = h->line_end;
+    }
     split_occ *o = &h->occs[h->n];
-    config_occurrence_read((const char *)h->buf, h->line_start, h->line_end, pos, h->lits[lit].text, h->whole[lit],
+    config_occurrence_read((const char *)h->buf, h->ls, h->line_end, pos, h->lits[lit].text, h->whole[lit],
                            &h->prefixes, &o->occ);
-    o->ls_back = (uint32_t)(pos - h->line_start);
+    o->ls_back = (uint32_t)(pos - h->ls);
 }
 
 static size_t split_collect(void *ud, size_t lit, size_t pos)
@@ -478,10 +481,8 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
     h->counted_to = pos;
     int32_t stamp = SPLIT_UNREAD;
     int new_line = h->line_end == 0 || pos >= h->line_end;
-    if (new_line) {
+    if (new_line)
         h->line_end = lines_eol(h->buf, pos, h->end); /* on_hit's bounds: the replay need not look */
-        h->line_start = SIZE_MAX;
-    }
     if (h->whole[lit])
         read_ahead(h, lit, pos);
     if (h->stamps_too && new_line) {
@@ -521,6 +522,7 @@ static void *split_main(void *arg)
         h->counted_to = h->from;
         h->lines = 0;
         h->line_end = 0;
+        h->ls_eol = SIZE_MAX; /* a line of the last region may end where one of this ends */
         h->n_stamps = 0;
         prefilter_scan(h->pf, h->buf, h->from, h->end, h->avail, split_collect, h);
         /* and the lines up to where the scanner's thread goes on (a hit's start, or the end) */
@@ -660,14 +662,20 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
         h->waiting = 0;
         size_t upto = h->published;
         int done = !h->job;
+        /* taken here, not per hit: the fields around them are the helper's, written at every hit (a
+         * read of that cache line per replayed hit cost the nccl shape 5%); occs may be made while
+         * the helper goes on, before any hit it holds is published */
+        const split_hit *hits = h->hits;
+        const split_occ *occs = h->occs;
+        const timefmt *stamps = h->stamps;
         pthread_mutex_unlock(&h->mu);
         for (; i < upto && !sc->status; i++) {
-            const split_hit *x = &h->hits[i];
+            const split_hit *x = &hits[i];
             sc->jump_pos = x->pos;
             sc->jump_lines = at_mid + x->lines;
-            sc->replay_stamp = x->stamp >= 0 ? &h->stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
+            sc->replay_stamp = x->stamp >= 0 ? &stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
             sc->replay_eol = x->eol;
-            sc->replay_occ = sc->whole[x->lit] && h->occs ? &h->occs[i] : NULL;
+            sc->replay_occ = occs && sc->whole[x->lit] ? &occs[i] : NULL;
             (void)on_hit(sc, x->lit, x->pos); /* it stops only by setting sc->status */
             sc->replay_stamp = NULL;
             sc->replay_eol = 0;
