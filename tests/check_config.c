@@ -677,6 +677,33 @@ START_TEST(test_config_prefix_read_ahead_is_compared_whole)
 }
 END_TEST
 
+START_TEST(test_config_read_again_keeps_value_and_file_right)
+{
+    /* touch keeps an entry's strings: a value shorter, then longer, than the one it holds, and the
+     * file of each source (compared again only when the tracker was reset: a new source) */
+    const char *lit = "micro_batch_size";
+    const char *lines[] = {"actor.micro_batch_size=1234\n", "actor.micro_batch_size=5\n",
+                           "actor.micro_batch_size=123456\n", "actor.micro_batch_size=77\n"};
+    const char *files[] = {"a.log", "a.log", "b.log", "c.log"};
+    const char *want[] = {"1234", "5", "123456", "77"};
+    config_store *st = NULL;
+    config_tracker *tr = config_tracker_new(), *other = config_tracker_new();
+    for (size_t i = 0; i < 4; i++) {
+        if (i == 2)
+            config_tracker_reset(tr); /* a new source through the same tracker */
+        config_tracker *t = i == 3 ? other : tr; /* and one through another scanner's */
+        ck_assert_int_eq(config_capture(&st, t, lit, lines[i], 0, 0, strlen(lines[i]) - 1, "", files[i], i + 1), 1);
+        ck_assert_uint_eq(st->n, 1);
+        EQ(st->e[0].value, want[i]);
+        EQ(st->e[0].file, files[i]);
+        ck_assert_uint_eq(st->e[0].line, i + 1);
+    }
+    config_tracker_free(tr);
+    config_tracker_free(other);
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_config_propose_rules)
 {
     EQ(propose("halve", "32"), "16");
@@ -741,6 +768,7 @@ int main(void)
     tcase_add_test(tc, test_config_names_in_code_are_not_values);
     tcase_add_test(tc, test_config_name_whole_is_where_a_capture_may_read);
     tcase_add_test(tc, test_config_prefix_read_ahead_is_compared_whole);
+    tcase_add_test(tc, test_config_read_again_keeps_value_and_file_right);
     tcase_add_test(tc, test_config_propose_rules);
     tcase_add_test(tc, test_config_version_compare);
     suite_add_tcase(s, tc);

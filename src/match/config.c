@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 #if defined(__SSE2__)
@@ -215,6 +216,15 @@ static uint32_t entry_hash(const char *path, size_t n, const char *job, size_t m
     return (uint32_t)(h >> 32);
 }
 
+/* What one read of a setting says: its value (vlen bytes), where it was read, and the tracker's source
+ * it was read through (config_tracker.source: file is the same for all its reads), 0 none. */
+typedef struct {
+    const char *value;
+    size_t vlen;
+    const char *file;
+    uint64_t line, from;
+} reading;
+
 /* Replace the string *dst by src unless equal: in place when it fits what *dst holds now (a value read
  * again is mostly as long as the last one), else a new copy. -1 out of memory. */
 static int set_string(char **dst, const char *src)
@@ -242,22 +252,38 @@ static int same_entry(const config_entry *e, uint32_t h, const char *path, const
 }
 
 /* Entry i of s read again: value, where, and when (the last read wins). -1 out of memory. */
-static int touch(config_store *s, size_t i, const char *value, const char *file, uint64_t line)
+static int touch(config_store *s, size_t i, const reading *r)
 {
     config_entry *e = &s->e[i];
     /* A config dump read again (every step of a settings-heavy log) mostly repeats value and file:
-       keep the strings held then instead of copying them anew for each line. */
-    if (set_string(&e->value, value) || set_string(&e->file, file ? file : ""))
-        return -1;
-    e->line = line;
+     * keep the strings held then instead of copying them anew for each line; compare the value by
+     * its length first, and the file not at all when the same source set it */
+    if (!e->value || r->vlen != e->vlen || memcmp(e->value, r->value, r->vlen) != 0) {
+        if (!e->value || r->vlen > e->vcap) {
+            char *v = malloc(r->vlen + 1);
+            if (!v)
+                return -1;
+            free(e->value);
+            e->value = v;
+            e->vcap = (uint32_t)r->vlen;
+        }
+        memcpy(e->value, r->value, r->vlen);
+        e->value[r->vlen] = '\0';
+        e->vlen = (uint32_t)r->vlen;
+    }
+    if (!r->from || e->file_from != r->from) {
+        if (set_string(&e->file, r->file ? r->file : ""))
+            return -1;
+        e->file_from = r->from;
+    }
+    e->line = r->line;
     e->seq = s->clock ? (*s->clock)++ : s->next_seq++;
     return 0;
 }
 
-/* Set path (plen bytes) = value for job; the last read of a key in a job wins. The entry's index
- * goes to *at (when not NULL). */
-static int put(config_store **sp, const char *path, size_t plen, const char *value, const char *job,
-               const char *file, uint64_t line, size_t *at)
+/* Set path (plen bytes) = the value read for job; the last read of a key in a job wins. The entry's
+ * index goes to *at (when not NULL). */
+static int put(config_store **sp, const char *path, size_t plen, const char *job, const reading *r, size_t *at)
 {
     if (!*sp && !(*sp = calloc(1, sizeof **sp)))
         return -1;
@@ -297,18 +323,20 @@ static int put(config_store **sp, const char *path, size_t plen, const char *val
             return -1;
         snprintf(s->e[i].job, sizeof s->e[i].job, "%s", job);
         s->e[i].hash = h;
+        s->e[i].plen = (uint32_t)plen;
         s->n++;
     }
     *slot = (uint32_t)i + 1;
     if (at)
         *at = i;
-    return touch(s, i, value, file, line);
+    return touch(s, i, r);
 }
 
 int config_put(config_store **st, const char *path, const char *value, const char *job, const char *file,
                uint64_t line)
 {
-    return put(st, path, strlen(path), value, job, file, line, NULL);
+    reading r = {value, strlen(value), file, line, 0};
+    return put(st, path, strlen(path), job, &r, NULL);
 }
 
 typedef struct {
@@ -345,9 +373,11 @@ int config_store_merge(config_store **dst, config_store **src)
     if (!s)
         return 0;
     int rc = 0;
-    for (size_t i = 0; i < s->n && rc == 0; i++)
-        rc = put(dst, s->e[i].path, strlen(s->e[i].path), s->e[i].value, s->e[i].job, s->e[i].file, s->e[i].line,
-                 NULL);
+    for (size_t i = 0; i < s->n && rc == 0; i++) {
+        const config_entry *e = &s->e[i];
+        reading r = {e->value, e->vlen, e->file, e->line, 0};
+        rc = put(dst, e->path, e->plen, e->job, &r, NULL);
+    }
     config_store_free(s);
     *src = NULL;
     return rc;
@@ -493,6 +523,7 @@ struct config_tracker {
      * surroundings finds its entry without building its path (`memo`, capture_at). */
     uint64_t gen;
     uint64_t epoch;   /* resets: a dotted name's memo holds within one (its store stays the same) */
+    uint64_t source;  /* resets too, but unique among all trackers: reads under one name one file */
     size_t low, ylow; /* the fewest brackets and YAML lines open during a pass (track_to) */
     struct config_tracker_memo {
         const char *lit;
@@ -505,7 +536,16 @@ struct config_tracker {
     } memo[CONFIG_MEMO];
 };
 
-config_tracker *config_tracker_new(void) { return calloc(1, sizeof(config_tracker)); }
+/* config_tracker.source: never the same twice in a process, whichever tracker takes it */
+static _Atomic uint64_t next_source = 1;
+
+config_tracker *config_tracker_new(void)
+{
+    config_tracker *t = calloc(1, sizeof(config_tracker));
+    if (t)
+        t->source = atomic_fetch_add(&next_source, 1);
+    return t;
+}
 
 void config_tracker_free(config_tracker *t) { free(t); }
 
@@ -513,6 +553,7 @@ void config_tracker_reset(config_tracker *t)
 {
     t->gen++;
     t->epoch++; /* a new source: its job's store may sit where a freed one was */
+    t->source = atomic_fetch_add(&next_source, 1);
     t->valid = 0;
     t->n = t->deep = 0;
     t->yn = 0;
@@ -921,16 +962,14 @@ static size_t skip_blanks(const char *b, size_t i, size_t le)
  * a dotted name builds, checked in full whatever the memo says. */
 static int is_path(const config_entry *e, const char *prefix, size_t o, const char *lit, size_t len)
 {
-    /* strncmp, not memcmp: it stops at the end of a shorter path (prefix and lit are name bytes,
-     * never a NUL) */
     const char *p = e->path;
-    if (strncmp(p, prefix, o) != 0)
+    if (e->plen != o + len || memcmp(p, prefix, o) != 0)
         return 0;
-    if (strncmp(p + o, lit, len) != 0) /* a dashed spelling ("max-tokens-per-gpu") compares by byte */
+    if (memcmp(p + o, lit, len) != 0) /* a dashed spelling ("max-tokens-per-gpu") compares by byte */
         for (size_t i = 0; i < len; i++)
             if (p[o + i] != (lit[i] == '-' ? '_' : lit[i]))
-                return 0; /* also at the path's end: lit has no NUL */
-    return p[o + len] == '\0';
+                return 0;
+    return 1;
 }
 
 /* The memo slot of setting `lit` read in surroundings `shape` (see config_tracker.memo). */
@@ -1156,12 +1195,10 @@ static int apply(config_store **st, config_tracker *tr, const char *b, uint64_t 
                  const char *file, uint64_t line)
 {
     uint32_t k = o->kind;
-    char value[VALUE_CAP];
+    reading r = {b + p + o->vat, o->vlen, file, line, tr->source};
     if (k & OCC_SWITCH) {
-        memcpy(value, "true", 5);
-    } else {
-        memcpy(value, b + p + o->vat, o->vlen);
-        value[o->vlen] = '\0';
+        r.value = "true";
+        r.vlen = 4;
     }
     comps path; /* not cleared: only path.c[0..n) is ever read (an initializer would clear 768 bytes a hit) */
     path.n = 0;
@@ -1171,7 +1208,7 @@ static int apply(config_store **st, config_tracker *tr, const char *b, uint64_t 
         memo = memo_slot(tr, lit, o->shape);
         size_t at = k & OCC_MEMO_OK ? memo_find(memo, lit, o->shape, tr->gen, *st, job) : SIZE_MAX;
         if (at != SIZE_MAX)
-            return touch(*st, at, value, file, line) == 0 ? 1 : -1;
+            return touch(*st, at, &r) == 0 ? 1 : -1;
         if (k & OCC_YAML)
             yaml_context(tr, ls, p, b, &path);
         else
@@ -1185,13 +1222,13 @@ static int apply(config_store **st, config_tracker *tr, const char *b, uint64_t 
         if (again == SIZE_MAX && !tried && !(k & OCC_DASHED))
             again = dotted_memo(tr, lit, len, b + from, o->back, *st, job);
         if (again != SIZE_MAX)
-            return touch(*st, again, value, file, line) == 0 ? 1 : -1;
+            return touch(*st, again, &r) == 0 ? 1 : -1;
         size_t n = o->back;
         uint32_t dshape = 0x40000000u | (uint32_t)(n & 0x3fffffff);
         config_tracker_memo *dm = k & OCC_DASHED ? NULL : memo_slot(tr, lit, dshape);
         size_t at = dm ? memo_find(dm, lit, dshape, tr->epoch, *st, job) : SIZE_MAX;
         if (at != SIZE_MAX && is_path(&(*st)->e[at], b + from, n, lit, len)) {
-            if (touch(*st, at, value, file, line) != 0)
+            if (touch(*st, at, &r) != 0)
                 return -1;
         } else {
             memcpy(joined, b + from, n);
@@ -1200,7 +1237,7 @@ static int apply(config_store **st, config_tracker *tr, const char *b, uint64_t 
             for (char *d = k & OCC_DASHED ? joined : memchr(joined + n, '-', len); d && *d; d++)
                 if (*d == '-')
                     *d = '_';
-            if (put(st, joined, n + len, value, job, file, line, &at) != 0)
+            if (put(st, joined, n + len, job, &r, &at) != 0)
                 return -1;
             if (dm)
                 memo_keep(dm, lit, dshape, tr->epoch, *st, job, at);
@@ -1242,7 +1279,7 @@ static int apply(config_store **st, config_tracker *tr, const char *b, uint64_t 
     }
     joined[o2] = '\0';
     size_t at;
-    if (put(st, joined, o2, value, job, file, line, &at) != 0)
+    if (put(st, joined, o2, job, &r, &at) != 0)
         return -1;
     if (memo && (k & OCC_MEMO_OK))
         memo_keep(memo, lit, o->shape, tr->gen, *st, job, at);

@@ -27,6 +27,10 @@ typedef struct {
     char job[32];
     uint64_t seq; /* later reads have higher seq */
     uint32_t hash; /* of path and job, for finding the entry again */
+    /* for reading it again cheaply (config.c, touch): the lengths of path and value, the room value
+     * has, and the tracker's source (config_tracker.source) that last set file, 0 none */
+    uint32_t plen, vlen, vcap;
+    uint64_t file_from;
 } config_entry;
 
 #define CONFIG_SLOTS 64 /* the store's index: a setting read again is found without a search */
@@ -90,7 +94,9 @@ void config_tracker_pass(config_tracker *t, const char *buf, uint64_t base, size
 /* Read setting `lit` (a text config_literal gave) wherever it occurs in the line buf[start..end).
  * buf[0] is at stream offset `base`; buf[0..start) is earlier text of the same stream, read (with what
  * `tr` remembers from before it) for the keys that enclose a nested dump line. Values land in *st
- * (created on first use). Returns the number of values read, -1 out of memory. */
+ * (created on first use). `file` is where they were read: the same for every capture through `tr`
+ * between two of its resets (a source's path; an entry read again through it keeps its file without
+ * comparing). Returns the number of values read, -1 out of memory. */
 int config_capture(config_store **st, config_tracker *tr, const char *lit, const char *buf, uint64_t base,
                    size_t start, size_t end, const char *job, const char *file, uint64_t line);
 
