@@ -148,8 +148,23 @@ static oomscan_status capture_version(classifier *c, const scan_view *v, size_t 
                : OOMSCAN_OK;
 }
 
+oomscan_status classify_setting(classifier *c, const scan_view *v, const char *name, size_t len, size_t pos,
+                                uint64_t line, size_t *ls, size_t le, const config_occurrence *occ)
+{
+    /* a printed setting is read where the prefilter found its name (its first occurrence in the line:
+     * the scanner hands each literal over once per line, at its first hit): a log that echoes
+     * settings stays on the fast path */
+    if (*ls == SIZE_MAX)
+        *ls = lines_bol(v->buf, 0, pos);
+    config_store **st = job_store(c);
+    if (!st || config_capture_from(st, c->cfg, name, len, (const char *)v->buf, v->base, *ls, pos, le, occ,
+                                   c->src->job_id, c->src->path, line) < 0)
+        return OOMSCAN_ERR_NOMEM;
+    return OOMSCAN_OK;
+}
+
 oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
-                              size_t le, const config_occurrence *occ)
+                              size_t le)
 {
     const pdb_literal *l = &c->db->literals[lit];
     for (size_t k = 0; k < l->n_targets; k++) {
@@ -162,20 +177,16 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
             phase_framework_vote(c->ps, c->db->fw_rules[tg->index].framework);
             continue;
         }
-        if (*ls == SIZE_MAX)
-            *ls = lines_bol(v->buf, 0, pos);
         if (tg->kind == LIT_VERSION) {
+            if (*ls == SIZE_MAX)
+                *ls = lines_bol(v->buf, 0, pos);
             if (capture_version(c, v, tg->index, *ls, le, line))
                 return OOMSCAN_ERR_NOMEM;
         } else {
-            /* a printed setting is read where the prefilter found its name (its first occurrence in
-             * the line: the scanner hands each literal over once per line, at its first hit): a log
-             * that echoes settings stays on the fast path */
             const char *name = c->db->config_lits[tg->index];
-            config_store **st = job_store(c);
-            if (!st || config_capture_from(st, c->cfg, name, strlen(name), (const char *)v->buf, v->base, *ls, pos,
-                                           le, occ, c->src->job_id, c->src->path, line) < 0)
-                return OOMSCAN_ERR_NOMEM;
+            oomscan_status st = classify_setting(c, v, name, strlen(name), pos, line, ls, le, NULL);
+            if (st)
+                return st;
         }
     }
     return OOMSCAN_OK;

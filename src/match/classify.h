@@ -51,11 +51,16 @@ void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, co
 /* A literal whose targets are all context or settings (classify_is_cheap) found at v->buf[pos], on
  * line `line`, which ends at v->buf[le] (lines_eol): they act at once, without the line being stripped
  * or matched. *ls is where the line starts, SIZE_MAX while unknown: found (and kept there) only when a
- * target reads the line, so the several literals of one line look for its start once. occ: what
- * config_occurrence_read said of a setting's name at pos in this line, when the caller read it
- * (the scanner's helper), else NULL. */
+ * target reads the line, so the several literals of one line look for its start once. */
 oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
-                              size_t le, const config_occurrence *occ);
+                              size_t le);
+
+/* classify_cheap for a literal whose one target is a setting (CHEAP_SETTINGS), named `name` (len
+ * bytes, the literal's text): the scanner calls it without reading the literal's targets. occ: what
+ * config_occurrence_read said of the name at pos in this line, when the caller read it (the
+ * scanner's helper), else NULL. */
+oomscan_status classify_setting(classifier *c, const scan_view *v, const char *name, size_t len, size_t pos,
+                                uint64_t line, size_t *ls, size_t le, const config_occurrence *occ);
 
 /* Whether literal `lit` is cheap, and what its targets read: 0 not cheap (the line is stripped and
  * matched); CHEAP_SETTINGS, all its targets are settings; CHEAP_VOTES, all are framework votes, which

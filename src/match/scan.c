@@ -35,7 +35,12 @@ typedef struct {
                      * `stamps`, SPLIT_NO_STAMP (it has none) or SPLIT_UNREAD */
 } split_hit;
 
-/* A setting's name among the helper's hits (scanner.whole): what its bytes say, read by the helper
+typedef struct {
+    const char *name; /* the literal's text */
+    uint32_t len;
+} scan_setting;
+
+/* A setting's name among the helper's hits (scanner.setting): what its bytes say, read by the helper
  * (config_occurrence_read), and where its line starts, so that the replay reads neither. */
 typedef struct {
     config_occurrence occ;
@@ -56,7 +61,7 @@ typedef struct {
     const unsigned char *buf;
     size_t from, end, avail;
     split_hit *hits;
-    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (whole[lit]); made at the
+    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (setting[lit].len); made at the
                       * first one (NULL: none yet, or out of memory) */
     size_t n;
     /* hits[0..published) may be replayed while the helper goes on: the scanner's thread replays them
@@ -83,8 +88,7 @@ typedef struct {
     unsigned char *pre_to;
     size_t pre_cap;
     ssize_t pre_n;
-    const uint32_t *whole; /* the scanner's: hits that are no setting are dropped here too */
-    const pdb_literal *lits;
+    const scan_setting *setting; /* the scanner's: hits that are no setting are dropped here too */
     config_prefixes prefixes; /* config_occurrence_read's, this thread's */
     size_t ls, ls_eol; /* the start of the line that ends at ls_eol (read_ahead's: split_collect's line
                         * of the last hit, when a setting's name needed it) */
@@ -121,9 +125,10 @@ struct scanner {
     size_t seen[MAX_LINE_TARGETS];
     size_t n_seen;
     unsigned char *cheap; /* per literal: classify_is_cheap's answer */
-    /* per literal: a setting name's length (cheap[] == CHEAP_SETTINGS), else 0. An occurrence inside a
-     * longer name reads nothing (config_name_whole): it is dropped as found, before it costs a line. */
-    uint32_t *whole;
+    /* per literal: a setting's name and its length (cheap[] == CHEAP_SETTINGS), else len 0. An
+     * occurrence inside a longer name reads nothing (config_name_whole): it is dropped as found, before
+     * it costs a line; the others go to classify_setting without a look at the literal's targets. */
+    scan_setting *setting;
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
@@ -194,15 +199,18 @@ scanner *scanner_new(const pdb *db)
     sc->cl = sc->m ? classifier_new(db, sc->m) : NULL;
     sc->buf = sc->mem = buffer_new();
     sc->cheap = calloc(db->n_literals ? db->n_literals : 1, 1);
-    sc->whole = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->whole);
-    if (!sc->m || !sc->cl || !sc->buf || !sc->cheap || !sc->whole) {
+    sc->setting = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->setting);
+    if (!sc->m || !sc->cl || !sc->buf || !sc->cheap || !sc->setting) {
         scanner_free(sc);
         return NULL;
     }
     for (size_t i = 0; i < db->n_literals; i++) {
         sc->cheap[i] = (unsigned char)classify_is_cheap(db, i);
         /* a setting's literal is its name (patterndb.c, add_config_literal) */
-        sc->whole[i] = sc->cheap[i] == CHEAP_SETTINGS ? (uint32_t)strlen(db->literals[i].text) : 0;
+        if (sc->cheap[i] == CHEAP_SETTINGS) {
+            sc->setting[i].name = db->literals[i].text;
+            sc->setting[i].len = (uint32_t)strlen(db->literals[i].text);
+        }
     }
     return sc;
 }
@@ -230,7 +238,7 @@ void scanner_free(scanner *sc)
     free(sc->mem);
     free(sc->mem2);
     free(sc->cheap);
-    free(sc->whole);
+    free(sc->setting);
     free(sc);
 }
 
@@ -400,7 +408,8 @@ static void close_line(scanner *sc)
 static size_t on_hit(void *ud, size_t lit, size_t pos)
 {
     scanner *sc = ud;
-    if (sc->whole[lit] && !sc->replay_eol && !config_name_whole((const char *)sc->buf, pos, sc->whole[lit], sc->len))
+    uint32_t len = sc->setting[lit].len;
+    if (len && !sc->replay_eol && !config_name_whole((const char *)sc->buf, pos, len, sc->len))
         return pos + 1; /* not the setting: a part of a longer name (a replayed hit: the helper saw to it) */
     if (sc->line_end == 0 || pos >= sc->line_end) {
         close_line(sc);
@@ -424,12 +433,18 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     if (sc->cheap[lit]) {
         scan_view v = view(sc);
         uint64_t line = sc->cheap[lit] == CHEAP_VOTES ? 0 : line_number_at(sc, pos); /* counted later */
-        const config_occurrence *occ = NULL;
-        if (sc->replay_occ) {
-            occ = &sc->replay_occ->occ;
-            sc->line_start = pos - sc->replay_occ->ls_back;
+        oomscan_status st;
+        if (len) {
+            const config_occurrence *occ = NULL;
+            if (sc->replay_occ) {
+                occ = &sc->replay_occ->occ;
+                sc->line_start = pos - sc->replay_occ->ls_back;
+            }
+            st = classify_setting(sc->cl, &v, sc->setting[lit].name, len, pos, line, &sc->line_start, sc->line_end,
+                                  occ);
+        } else {
+            st = classify_cheap(sc->cl, &v, lit, pos, line, &sc->line_start, sc->line_end);
         }
-        oomscan_status st = classify_cheap(sc->cl, &v, lit, pos, line, &sc->line_start, sc->line_end, occ);
         if (st) {
             sc->status = st;
             return SIZE_MAX;
@@ -460,7 +475,7 @@ static __attribute__((noinline)) void read_ahead(splitter *h, size_t lit, size_t
         h->ls_eol = h->line_end;
     }
     split_occ *o = &h->occs[h->n];
-    config_occurrence_read((const char *)h->buf, h->ls, h->line_end, pos, h->lits[lit].text, h->whole[lit],
+    config_occurrence_read((const char *)h->buf, h->ls, h->line_end, pos, h->setting[lit].name, h->setting[lit].len,
                            &h->prefixes, &o->occ);
     o->ls_back = (uint32_t)(pos - h->ls);
 }
@@ -475,7 +490,8 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
             h->n--;
         return SIZE_MAX;
     }
-    if (h->whole[lit] && !config_name_whole((const char *)h->buf, pos, h->whole[lit], h->avail))
+    uint32_t len = h->setting[lit].len;
+    if (len && !config_name_whole((const char *)h->buf, pos, len, h->avail))
         return pos + 1; /* as on_hit: not a hit at all */
     h->lines += scan_count_lines(h->buf + h->counted_to, pos - h->counted_to);
     h->counted_to = pos;
@@ -483,7 +499,7 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
     int new_line = h->line_end == 0 || pos >= h->line_end;
     if (new_line)
         h->line_end = lines_eol(h->buf, pos, h->end); /* on_hit's bounds: the replay need not look */
-    if (h->whole[lit])
+    if (len)
         read_ahead(h, lit, pos);
     if (h->stamps_too && new_line) {
         /* a new line: its stamp, as resolve_deferred_time would read it (on_hit's bounds) */
@@ -573,8 +589,7 @@ int scanner_use_helper(scanner *sc, unsigned cores)
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
     h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
     h->m = matcher_new(sc->db);
-    h->whole = sc->whole;
-    h->lits = sc->db->literals;
+    h->setting = sc->setting;
     h->share = 26; /* 40%: a start; prefilter_region moves it to where both threads end together */
     if (!h->hits || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
         splitter_free_parts(h);
@@ -675,7 +690,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
             sc->jump_lines = at_mid + x->lines;
             sc->replay_stamp = x->stamp >= 0 ? &stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
             sc->replay_eol = x->eol;
-            sc->replay_occ = occs && sc->whole[x->lit] ? &occs[i] : NULL;
+            sc->replay_occ = occs && sc->setting[x->lit].len ? &occs[i] : NULL;
             (void)on_hit(sc, x->lit, x->pos); /* it stops only by setting sc->status */
             sc->replay_stamp = NULL;
             sc->replay_eol = 0;
