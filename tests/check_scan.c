@@ -384,6 +384,38 @@ START_TEST(test_scan_setting_inside_a_longer_name_is_no_hit)
 }
 END_TEST
 
+START_TEST(test_scan_counts_a_framework_vote_once_per_line)
+{
+    /* A Ray prefix votes for its framework (a literal whose one target is a vote: the scanner counts
+     * it itself, without classify_cheap); twice on a line it is still one vote, as every literal
+     * acts once per line. */
+    const char *text = "(TaskRunner pid=1) (TaskRunner pid=2) step:1\n"
+                       "(TaskRunner pid=3) step:2\n"
+                       "no prefix here\n";
+    pdb *db = embedded_db();
+    scanner *sc = scanner_new(db);
+    phase_state *ps = phase_new(db);
+    story *st = story_new();
+    ck_assert_ptr_nonnull(sc);
+    ck_assert_ptr_nonnull(ps);
+    scan_source src = {.path = "mem.log"};
+    scan_result res = {0};
+    ck_assert_int_eq(scanner_run_text(sc, text, strlen(text), &src, ps, story_sink(st), &res), OOMSCAN_OK);
+    const uint32_t *votes = phase_framework_votes(ps);
+    uint32_t total = 0, most = 0;
+    for (int f = 0; f < FW__COUNT; f++) {
+        total += votes[f];
+        most = votes[f] > most ? votes[f] : most;
+    }
+    ck_assert_uint_eq(most, 2);
+    ck_assert_uint_eq(total, 2);
+    story_free(st);
+    phase_free(ps);
+    scanner_free(sc);
+    pdb_free(db);
+}
+END_TEST
+
 START_TEST(test_scan_reads_stamps_after_the_last_failure_only_when_asked)
 {
     /* After a source's last failure the stamps of its lines feed only scan_result.last_time, which
@@ -945,6 +977,7 @@ int main(void)
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
     tcase_add_test(tc, test_scan_reads_stamps_after_the_last_failure_only_when_asked);
     tcase_add_test(tc, test_scan_setting_inside_a_longer_name_is_no_hit);
+    tcase_add_test(tc, test_scan_counts_a_framework_vote_once_per_line);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_helper_reads_settings_ahead_as_one_thread);
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);

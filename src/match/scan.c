@@ -38,6 +38,7 @@ typedef struct {
 typedef struct {
     const char *name; /* the literal's text */
     uint32_t len;
+    int32_t vote; /* a literal whose one target is a framework vote: its framework, else -1 */
 } scan_setting;
 
 /* A setting's name among the helper's hits (scanner.setting): what its bytes say, read by the helper
@@ -127,7 +128,8 @@ struct scanner {
     unsigned char *cheap; /* per literal: classify_is_cheap's answer */
     /* per literal: a setting's name and its length (cheap[] == CHEAP_SETTINGS), else len 0. An
      * occurrence inside a longer name reads nothing (config_name_whole): it is dropped as found, before
-     * it costs a line; the others go to classify_setting without a look at the literal's targets. */
+     * it costs a line; the others go to classify_setting without a look at the literal's targets.
+     * A framework vote's literal the same: its framework, counted without classify_cheap. */
     scan_setting *setting;
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
@@ -211,6 +213,10 @@ scanner *scanner_new(const pdb *db)
             sc->setting[i].name = db->literals[i].text;
             sc->setting[i].len = (uint32_t)strlen(db->literals[i].text);
         }
+        /* a Ray prefix on every line of a worker's output: its vote counted here, at once */
+        const pdb_literal *l = &db->literals[i];
+        sc->setting[i].vote =
+            sc->cheap[i] == CHEAP_VOTES && l->n_targets == 1 ? db->fw_rules[l->targets[0].index].framework : -1;
     }
     return sc;
 }
@@ -431,6 +437,10 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     sc->seen[sc->n_seen++] = lit;
     sc->line_settings &= sc->cheap[lit] == CHEAP_SETTINGS;
     if (sc->cheap[lit]) {
+        if (sc->setting[lit].vote >= 0) {
+            phase_framework_vote(sc->ps, sc->setting[lit].vote); /* what classify_cheap would do */
+            return pos + 1;
+        }
         scan_view v = view(sc);
         uint64_t line = sc->cheap[lit] == CHEAP_VOTES ? 0 : line_number_at(sc, pos); /* counted later */
         oomscan_status st;
