@@ -35,13 +35,16 @@ typedef struct {
                      * `stamps`, SPLIT_NO_STAMP (it has none) or SPLIT_UNREAD */
 } split_hit;
 
+/* What the scanner needs of a literal at each of its hits, in 8 bytes, so that a hit reads one cache
+ * line of this table (the stream has evicted it between hits: a second table cost the nccl shape
+ * 3% of its CPU time). */
 typedef struct {
-    const char *name; /* the literal's text */
-    uint32_t len;
-    int32_t vote; /* a literal whose one target is a framework vote: its framework, else -1 */
-} scan_setting;
+    uint8_t cheap; /* classify_is_cheap's answer */
+    int8_t vote;   /* a literal whose one target is a framework vote: its framework, else -1 */
+    uint32_t len;  /* a setting's name (cheap == CHEAP_SETTINGS): its length, else 0 */
+} lit_info;
 
-/* A setting's name among the helper's hits (scanner.setting): what its bytes say, read by the helper
+/* A setting's name among the helper's hits (lit_info.len): what its bytes say, read by the helper
  * (config_occurrence_read), and where its line starts, so that the replay reads neither. */
 typedef struct {
     config_occurrence occ;
@@ -62,7 +65,7 @@ typedef struct {
     const unsigned char *buf;
     size_t from, end, avail;
     split_hit *hits;
-    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (setting[lit].len); made at the
+    split_occ *occs; /* occs[i] for hits[i] when that is a setting's name (info[lit].len); made at the
                       * first one (NULL: none yet, or out of memory) */
     size_t n;
     /* hits[0..published) may be replayed while the helper goes on: the scanner's thread replays them
@@ -89,7 +92,8 @@ typedef struct {
     unsigned char *pre_to;
     size_t pre_cap;
     ssize_t pre_n;
-    const scan_setting *setting; /* the scanner's: hits that are no setting are dropped here too */
+    const lit_info *info; /* the scanner's: hits that are no setting are dropped here too */
+    const pdb_literal *lits;
     config_prefixes prefixes; /* config_occurrence_read's, this thread's */
     size_t ls, ls_eol; /* the start of the line that ends at ls_eol (read_ahead's: split_collect's line
                         * of the last hit, when a setting's name needed it) */
@@ -125,12 +129,10 @@ struct scanner {
     size_t line_pos;   /* first hit on it */
     size_t seen[MAX_LINE_TARGETS];
     size_t n_seen;
-    unsigned char *cheap; /* per literal: classify_is_cheap's answer */
-    /* per literal: a setting's name and its length (cheap[] == CHEAP_SETTINGS), else len 0. An
-     * occurrence inside a longer name reads nothing (config_name_whole): it is dropped as found, before
-     * it costs a line; the others go to classify_setting without a look at the literal's targets.
-     * A framework vote's literal the same: its framework, counted without classify_cheap. */
-    scan_setting *setting;
+    /* per literal (lit_info). A setting's name inside a longer name reads nothing (config_name_whole):
+     * it is dropped as found, before it costs a line; the others go to classify_setting without a look
+     * at the literal's targets; a framework vote is counted without classify_cheap. */
+    lit_info *info;
     /* Lines that had only cheap hits: the original design read each one's timestamp (findings carry
      * the last time seen). That costs a regex run per line, so it is done lazily, newest first, only
      * up to the first line that has a time, when a finding or the end of the buffer needs it. */
@@ -143,7 +145,7 @@ struct scanner {
     timefmt stamp_of[DEFERRED_CAP]; /* deferred[i]'s stamp when read as its line closed (eager_stamps) */
     int eager_stamps;               /* read them so: the helper reads those of its part (prefilter_region) */
     const timefmt *line_stamp; /* the same for the line of the last hit (NULL: not read yet) */
-    int line_settings; /* every hit on the line of the last hit named a setting (cheap[] == CHEAP_SETTINGS) */
+    int line_settings; /* every hit on the line of the last hit named a setting (lit_info.cheap == CHEAP_SETTINGS) */
     size_t line_start; /* where that line starts, SIZE_MAX until a cheap target needed it */
     const timefmt *replay_stamp; /* the same for the line of the hit being replayed */
     size_t replay_eol;           /* and the end of its line (0: on_hit finds it) */
@@ -200,23 +202,20 @@ scanner *scanner_new(const pdb *db)
     sc->m = matcher_new(db);
     sc->cl = sc->m ? classifier_new(db, sc->m) : NULL;
     sc->buf = sc->mem = buffer_new();
-    sc->cheap = calloc(db->n_literals ? db->n_literals : 1, 1);
-    sc->setting = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->setting);
-    if (!sc->m || !sc->cl || !sc->buf || !sc->cheap || !sc->setting) {
+    sc->info = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->info);
+    if (!sc->m || !sc->cl || !sc->buf || !sc->info) {
         scanner_free(sc);
         return NULL;
     }
     for (size_t i = 0; i < db->n_literals; i++) {
-        sc->cheap[i] = (unsigned char)classify_is_cheap(db, i);
-        /* a setting's literal is its name (patterndb.c, add_config_literal) */
-        if (sc->cheap[i] == CHEAP_SETTINGS) {
-            sc->setting[i].name = db->literals[i].text;
-            sc->setting[i].len = (uint32_t)strlen(db->literals[i].text);
-        }
-        /* a Ray prefix on every line of a worker's output: its vote counted here, at once */
+        lit_info *f = &sc->info[i];
         const pdb_literal *l = &db->literals[i];
-        sc->setting[i].vote =
-            sc->cheap[i] == CHEAP_VOTES && l->n_targets == 1 ? db->fw_rules[l->targets[0].index].framework : -1;
+        f->cheap = (uint8_t)classify_is_cheap(db, i);
+        /* a setting's literal is its name (patterndb.c, add_config_literal) */
+        f->len = f->cheap == CHEAP_SETTINGS ? (uint32_t)strlen(l->text) : 0;
+        /* a Ray prefix on every line of a worker's output: its vote counted at once */
+        int fw = f->cheap == CHEAP_VOTES && l->n_targets == 1 ? db->fw_rules[l->targets[0].index].framework : -1;
+        f->vote = (int8_t)(fw >= 0 && fw < 127 ? fw : -1);
     }
     return sc;
 }
@@ -243,8 +242,7 @@ void scanner_free(scanner *sc)
     matcher_free(sc->m);
     free(sc->mem);
     free(sc->mem2);
-    free(sc->cheap);
-    free(sc->setting);
+    free(sc->info);
     free(sc);
 }
 
@@ -414,7 +412,8 @@ static void close_line(scanner *sc)
 static size_t on_hit(void *ud, size_t lit, size_t pos)
 {
     scanner *sc = ud;
-    uint32_t len = sc->setting[lit].len;
+    lit_info f = sc->info[lit];
+    uint32_t len = f.len;
     if (len && !sc->replay_eol && !config_name_whole((const char *)sc->buf, pos, len, sc->len))
         return pos + 1; /* not the setting: a part of a longer name (a replayed hit: the helper saw to it) */
     if (sc->line_end == 0 || pos >= sc->line_end) {
@@ -435,14 +434,14 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     if (sc->n_seen == MAX_LINE_TARGETS)
         return pos + 1; /* as many literals as one line may carry: the rest adds nothing */
     sc->seen[sc->n_seen++] = lit;
-    sc->line_settings &= sc->cheap[lit] == CHEAP_SETTINGS;
-    if (sc->cheap[lit]) {
-        if (sc->setting[lit].vote >= 0) {
-            phase_framework_vote(sc->ps, sc->setting[lit].vote); /* what classify_cheap would do */
+    sc->line_settings &= f.cheap == CHEAP_SETTINGS;
+    if (f.cheap) {
+        if (f.vote >= 0) {
+            phase_framework_vote(sc->ps, f.vote); /* what classify_cheap would do */
             return pos + 1;
         }
         scan_view v = view(sc);
-        uint64_t line = sc->cheap[lit] == CHEAP_VOTES ? 0 : line_number_at(sc, pos); /* counted later */
+        uint64_t line = f.cheap == CHEAP_VOTES ? 0 : line_number_at(sc, pos); /* counted later */
         oomscan_status st;
         if (len) {
             const config_occurrence *occ = NULL;
@@ -450,7 +449,7 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
                 occ = &sc->replay_occ->occ;
                 sc->line_start = pos - sc->replay_occ->ls_back;
             }
-            st = classify_setting(sc->cl, &v, sc->setting[lit].name, len, pos, line, &sc->line_start, sc->line_end,
+            st = classify_setting(sc->cl, &v, sc->db->literals[lit].text, len, pos, line, &sc->line_start, sc->line_end,
                                   occ);
         } else {
             st = classify_cheap(sc->cl, &v, lit, pos, line, &sc->line_start, sc->line_end);
@@ -485,7 +484,7 @@ static __attribute__((noinline)) void read_ahead(splitter *h, size_t lit, size_t
         h->ls_eol = h->line_end;
     }
     split_occ *o = &h->occs[h->n];
-    config_occurrence_read((const char *)h->buf, h->ls, h->line_end, pos, h->setting[lit].name, h->setting[lit].len,
+    config_occurrence_read((const char *)h->buf, h->ls, h->line_end, pos, h->lits[lit].text, h->info[lit].len,
                            &h->prefixes, &o->occ);
     o->ls_back = (uint32_t)(pos - h->ls);
 }
@@ -500,7 +499,7 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
             h->n--;
         return SIZE_MAX;
     }
-    uint32_t len = h->setting[lit].len;
+    uint32_t len = h->info[lit].len;
     if (len && !config_name_whole((const char *)h->buf, pos, len, h->avail))
         return pos + 1; /* as on_hit: not a hit at all */
     h->lines += scan_count_lines(h->buf + h->counted_to, pos - h->counted_to);
@@ -599,7 +598,8 @@ int scanner_use_helper(scanner *sc, unsigned cores)
     h->hits = malloc(SPLIT_HITS * sizeof *h->hits);
     h->stamps = malloc(SPLIT_STAMPS * sizeof *h->stamps);
     h->m = matcher_new(sc->db);
-    h->setting = sc->setting;
+    h->info = sc->info;
+    h->lits = sc->db->literals;
     h->share = 26; /* 40%: a start; prefilter_region moves it to where both threads end together */
     if (!h->hits || !h->stamps || !h->m || pthread_mutex_init(&h->mu, NULL) != 0) {
         splitter_free_parts(h);
@@ -700,7 +700,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
             sc->jump_lines = at_mid + x->lines;
             sc->replay_stamp = x->stamp >= 0 ? &stamps[x->stamp] : x->stamp == SPLIT_NO_STAMP ? &no_stamp : NULL;
             sc->replay_eol = x->eol;
-            sc->replay_occ = occs && sc->setting[x->lit].len ? &occs[i] : NULL;
+            sc->replay_occ = occs && sc->info[x->lit].len ? &occs[i] : NULL;
             (void)on_hit(sc, x->lit, x->pos); /* it stops only by setting sc->status */
             sc->replay_stamp = NULL;
             sc->replay_eol = 0;
