@@ -675,7 +675,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
     uint64_t at_mid = sc->lines_before;
     /* Replay the helper's hits in batches as it publishes them. The helper reads the buffer: wait for
      * it to finish even when this thread stops early. */
-    size_t i = 0;
+    size_t i = 0, left = SIZE_MAX; /* left: hits still to replay when the helper was seen done */
     int waited = 0;
     for (;;) {
         pthread_mutex_lock(&h->mu);
@@ -687,6 +687,8 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
         h->waiting = 0;
         size_t upto = h->published;
         int done = !h->job;
+        if (done && left == SIZE_MAX)
+            left = upto - i;
         /* taken here, not per hit: the fields around them are the helper's, written at every hit (a
          * read of that cache line per replayed hit cost the nccl shape 5%); occs may be made while
          * the helper goes on, before any hit it holds is published */
@@ -710,12 +712,14 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
             break;
     }
     /* The share moves, a 64th per region, towards where this thread's part and replay end as the
-     * helper ends: it waited for hits, so it takes more; it never did, so the helper was always ahead
-     * and done first (before this thread's own part, or while it replayed a log of hits: settings
-     * echoed on every line), so it takes less. */
+     * helper ends: it waited for hits, so it takes more; the helper was done before this thread's own
+     * part was, or while this thread still had more than an eighth of its hits to replay (a log of
+     * settings, each read ahead by the helper), so it takes less. Between the two it stays: moving
+     * it whenever this thread did not wait made it wait every other region on a log whose replay is
+     * quick (nccl), each wait a wake-up. */
     if (waited && !helper_first && h->share < 56)
         h->share++;
-    else if (!waited && h->share > 8)
+    else if ((helper_first || (left != SIZE_MAX && left > h->n / 8)) && h->share > 8)
         h->share--;
     if (sc->status)
         return;
