@@ -220,32 +220,53 @@ START_TEST(test_advice_older_pytorch_gets_no_expandable_segments)
 }
 END_TEST
 
-/* Every entry of the job's settings, one "path=value@line" a line, sorted: what advice reads. */
-static char *settings_dump(story *st)
+/* One echo of the settings test below: its k-th line or lines. */
+static void settings_echo_line(unsigned k, char *buf, size_t cap)
 {
-    const config_store *s = *story_job_settings(st, "");
-    ck_assert_ptr_nonnull(s);
-    char **rows = calloc(s->n + 1, sizeof *rows);
-    size_t total = 1;
-    for (size_t i = 0; i < s->n; i++) {
-        char row[512];
-        snprintf(row, sizeof row, "%s=%s@%llu\n", s->e[i].path, s->e[i].value, (unsigned long long)s->e[i].line);
-        rows[i] = strdup(row);
-        total += strlen(row);
-    }
-    for (size_t i = 1; i < s->n; i++) /* insertion sort: a few dozen rows */
-        for (size_t j = i; j > 0 && strcmp(rows[j - 1], rows[j]) > 0; j--) {
-            char *t = rows[j];
-            rows[j] = rows[j - 1];
-            rows[j - 1] = t;
-        }
-    char *out = calloc(1, total);
-    for (size_t i = 0; i < s->n; i++) {
-        strcat(out, rows[i]);
-        free(rows[i]);
-    }
-    free(rows);
-    return out;
+    unsigned v = 1u << (k % 5); /* 1..16: the values change from echo to echo */
+    if (k % 401 == 0)
+        snprintf(buf, cap,
+                 "(main_task pid=8918) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"
+                 "(main_task pid=8918) 'ppo_micro_batch_size_per_gpu': %u,\n"
+                 "(main_task pid=8918) 'fsdp_config': {'param_offload': False,\n"
+                 "(main_task pid=8918) 'optimizer_offload': False}},\n"
+                 "(main_task pid=8918) 'rollout': {'gpu_memory_utilization': 0.%u,\n"
+                 "(main_task pid=8918) 'log_prob_micro_batch_size_per_gpu': %u}}}\n",
+                 v, 3 + k % 5, v * 2);
+    else if (k % 13 == 0)
+        /* verl's config printed as YAML through Ray: the keys that enclose a setting are the
+         * "key:" lines above it with less indentation after the prefix */
+        snprintf(buf, cap,
+                 "(TaskRunner pid=2291) critic:\n"
+                 "(TaskRunner pid=2291)   optim:\n"
+                 "(TaskRunner pid=2291)     lr: 1e-05\n"
+                 "(TaskRunner pid=2291)   ppo_micro_batch_size_per_gpu: %u\n"
+                 "(TaskRunner pid=2291)   model:\n"
+                 "(TaskRunner pid=2291)     path: ~/models/Qwen2.5-3B\n"
+                 "(TaskRunner pid=2291)     enable_gradient_checkpointing: %s\n"
+                 "(TaskRunner pid=2291)     fsdp_config:\n"
+                 "(TaskRunner pid=2291)       param_offload: %s\n"
+                 "(TaskRunner pid=2291)   # the critic's own loader\n"
+                 "(TaskRunner pid=2291)\n"
+                 "(TaskRunner pid=2291)   ppo_max_token_len_per_gpu: %u\n"
+                 "(TaskRunner pid=2291) trainer:\n"
+                 "(TaskRunner pid=2291)   gpu_memory_utilization: 0.%u\n",
+                 v, k % 2 ? "true" : "false", k % 3 ? "false" : "true", v * 2048, 4 + k % 5);
+    else if (k % 53 == 0)
+        snprintf(buf, cap,
+                 "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%u \\\n"
+                 "    actor_rollout_ref.model.enable_gradient_checkpointing=%s \\\n"
+                 "    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=%u \\\n"
+                 "    data.train_batch_size=%u --max-tokens-per-gpu %u \\\n",
+                 v, k % 2 ? "True" : "False", v * 1024, v * 64, v * 4096);
+    else if (k % 7 == 0)
+        /* the name first inside a longer one, then on its own (the first hit reads nothing) */
+        snprintf(buf, cap,
+                 "iter %u | ppo_micro_batch_size_per_gpu=%u | micro_batch_size=%u | gradient_accumulation_steps=%u "
+                 "| loss=0.%u\n",
+                 k, v, v + 1, v * 2, k % 1000);
+    else
+        snprintf(buf, cap, "step %u loss 0.%u lr 1e-5 tokens/s %u\n", k, k * 7 % 1000, k * 13);
 }
 
 /* Settings echoed before a finding, in the forms the log prints them (a nested dict dump over several
@@ -257,63 +278,8 @@ static char *settings_dump(story *st)
  * (verl-project/verl#330, #855, #2001; the settings shape of ../shared/bench/genshapes.py). */
 START_TEST(test_advice_settings_echoed_before_a_finding_whatever_the_buffers)
 {
-    size_t cap = 3u << 20, n = 0;
-    char *text = malloc(cap + 8192);
-    ck_assert_ptr_nonnull(text);
-    for (unsigned k = 1; n < cap; k++) {
-        char buf[1024];
-        unsigned v = 1u << (k % 5); /* 1..16: the values change from echo to echo */
-        if (k % 401 == 0)
-            snprintf(buf, sizeof buf,
-                     "(main_task pid=8918) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"
-                     "(main_task pid=8918) 'ppo_micro_batch_size_per_gpu': %u,\n"
-                     "(main_task pid=8918) 'fsdp_config': {'param_offload': False,\n"
-                     "(main_task pid=8918) 'optimizer_offload': False}},\n"
-                     "(main_task pid=8918) 'rollout': {'gpu_memory_utilization': 0.%u,\n"
-                     "(main_task pid=8918) 'log_prob_micro_batch_size_per_gpu': %u}}}\n",
-                     v, 3 + k % 5, v * 2);
-        else if (k % 13 == 0)
-            /* verl's config printed as YAML through Ray: the keys that enclose a setting are the
-             * "key:" lines above it with less indentation after the prefix */
-            snprintf(buf, sizeof buf,
-                     "(TaskRunner pid=2291) critic:\n"
-                     "(TaskRunner pid=2291)   optim:\n"
-                     "(TaskRunner pid=2291)     lr: 1e-05\n"
-                     "(TaskRunner pid=2291)   ppo_micro_batch_size_per_gpu: %u\n"
-                     "(TaskRunner pid=2291)   model:\n"
-                     "(TaskRunner pid=2291)     path: ~/models/Qwen2.5-3B\n"
-                     "(TaskRunner pid=2291)     enable_gradient_checkpointing: %s\n"
-                     "(TaskRunner pid=2291)     fsdp_config:\n"
-                     "(TaskRunner pid=2291)       param_offload: %s\n"
-                     "(TaskRunner pid=2291)   # the critic's own loader\n"
-                     "(TaskRunner pid=2291)\n"
-                     "(TaskRunner pid=2291)   ppo_max_token_len_per_gpu: %u\n"
-                     "(TaskRunner pid=2291) trainer:\n"
-                     "(TaskRunner pid=2291)   gpu_memory_utilization: 0.%u\n",
-                     v, k % 2 ? "true" : "false", k % 3 ? "false" : "true", v * 2048, 4 + k % 5);
-        else if (k % 53 == 0)
-            snprintf(buf, sizeof buf,
-                     "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%u \\\n"
-                     "    actor_rollout_ref.model.enable_gradient_checkpointing=%s \\\n"
-                     "    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=%u \\\n"
-                     "    data.train_batch_size=%u --max-tokens-per-gpu %u \\\n",
-                     v, k % 2 ? "True" : "False", v * 1024, v * 64, v * 4096);
-        else if (k % 7 == 0)
-            /* the name first inside a longer one, then on its own (the first hit reads nothing) */
-            snprintf(buf, sizeof buf,
-                     "iter %u | ppo_micro_batch_size_per_gpu=%u | micro_batch_size=%u | gradient_accumulation_steps=%u "
-                     "| loss=0.%u\n",
-                     k, v, v + 1, v * 2, k % 1000);
-        else
-            snprintf(buf, sizeof buf, "step %u loss 0.%u lr 1e-5 tokens/s %u\n", k, k * 7 % 1000, k * 13);
-        size_t l = strlen(buf);
-        memcpy(text + n, buf, l);
-        n += l;
-    }
-    size_t l = strlen(LINE_VERL);
-    memcpy(text + n, LINE_VERL, l);
-    n += l;
-    text[n++] = '\n';
+    size_t n;
+    char *text = text_of_lines(3u << 20, 1, settings_echo_line, LINE_VERL, &n);
 
     static const struct {
         size_t step;
@@ -327,7 +293,7 @@ START_TEST(test_advice_settings_echoed_before_a_finding_whatever_the_buffers)
         story_settings_view(r.st, "", &cfg);
         advice *a = advice_resolve(r.db, &r.st->f[0], FW_VERL, &cfg, "");
         ck_assert_ptr_nonnull(a);
-        char *adv = cJSON_PrintUnformatted(a->remediation), *set = settings_dump(r.st);
+        char *adv = cJSON_PrintUnformatted(a->remediation), *set = settings_dump(r.st, 1);
         if (!want_settings) {
             want_settings = set;
             want_advice = adv;
@@ -374,7 +340,7 @@ START_TEST(test_advice_settings_echoed_before_a_finding_whatever_the_buffers)
         s0 = e + 1;
     }
     ck_assert_int_eq(failed, 0);
-    char *ref_settings = settings_dump(ref);
+    char *ref_settings = settings_dump(ref, 1);
     ck_assert_msg(strcmp(ref_settings, want_settings) == 0, "scan read\n%s\nline by line\n%s", want_settings,
                   ref_settings);
     free(ref_settings);

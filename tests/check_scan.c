@@ -494,19 +494,20 @@ START_TEST(test_scan_helper_thread_changes_nothing)
 }
 END_TEST
 
-/* The settings one scan read: "path=value@line" per entry, in the store's order. */
-static void settings_of(const run_out *o, char *out, size_t cap)
+/* The k-th line of the settings test below: every form a capture reads, in turn. */
+static void settings_form_line(unsigned k, char *buf, size_t cap)
 {
-    config_view v;
-    story_settings_view(o->st, "", &v); /* no job: every job's store */
-    out[0] = '\0';
-    for (size_t k = 0; k < v.n_all; k++)
-        for (size_t i = 0; v.all[k] && i < v.all[k]->n; i++) {
-            const config_entry *e = &v.all[k]->e[i];
-            size_t l = strlen(out);
-            snprintf(out + l, cap - l, "%zu:%s=%s@%llu#%llu\n", k, e->path, e->value, (unsigned long long)e->line,
-                     (unsigned long long)e->seq);
-        }
+    switch (k % 9) {
+    case 0: snprintf(buf, cap, "iter %u | actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%u | lr=3e-4\n", k, k % 7); break;
+    case 1: snprintf(buf, cap, "  gradient_accumulation_steps: %u\n", k % 5); break;
+    case 2: snprintf(buf, cap, "python train.py --micro_batch_size %u --gpu_memory_utilization 0.%u\n", k % 3, k % 9); break;
+    case 3: snprintf(buf, cap, "{'actor': {'param_offload': %s, 'ppo_micro_batch_size_per_gpu': %u}}\n", k % 2 ? "True" : "False", k % 11); break;
+    case 4: snprintf(buf, cap, "my_micro_batch_size_total=%u and xgradient_accumulation_steps: %u\n", k, k); break;
+    case 5: snprintf(buf, cap, "  micro_batch_size ........ %u\n", k % 4); break;
+    case 6: snprintf(buf, cap, "(TaskRunner pid=1) actor_rollout_ref.rollout.gpu_memory_utilization=0.%u\n", k % 8); break;
+    case 7: snprintf(buf, cap, "actor:\n  fsdp_config:\n    param_offload: %s\n", k % 3 ? "true" : "false"); break;
+    default: snprintf(buf, cap, "critic.ppo-micro-batch-size-per-gpu=%u data.a..b.micro_batch_size=%u\n", k % 6, k % 5); break;
+    }
 }
 
 START_TEST(test_scan_helper_reads_settings_ahead_as_one_thread)
@@ -514,34 +515,11 @@ START_TEST(test_scan_helper_reads_settings_ahead_as_one_thread)
     /* A log that echoes settings in every form the capture reads, big enough to be split: the helper
      * reads the names of its part ahead (config_occurrence_read) and the scanner's thread applies
      * them; every entry, value, line and order of reading must be a one-thread scan's. */
-    size_t cap = 1536u << 10, n = 0;
-    char *text = malloc(cap + 512);
-    ck_assert_ptr_nonnull(text);
-    for (unsigned k = 0; n < cap; k++) {
-        char line[400];
-        switch (k % 9) {
-        case 0: snprintf(line, sizeof line, "iter %u | actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%u | lr=3e-4\n", k, k % 7); break;
-        case 1: snprintf(line, sizeof line, "  gradient_accumulation_steps: %u\n", k % 5); break;
-        case 2: snprintf(line, sizeof line, "python train.py --micro_batch_size %u --gpu_memory_utilization 0.%u\n", k % 3, k % 9); break;
-        case 3: snprintf(line, sizeof line, "{'actor': {'param_offload': %s, 'ppo_micro_batch_size_per_gpu': %u}}\n", k % 2 ? "True" : "False", k % 11); break;
-        case 4: snprintf(line, sizeof line, "my_micro_batch_size_total=%u and xgradient_accumulation_steps: %u\n", k, k); break;
-        case 5: snprintf(line, sizeof line, "  micro_batch_size ........ %u\n", k % 4); break;
-        case 6: snprintf(line, sizeof line, "(TaskRunner pid=1) actor_rollout_ref.rollout.gpu_memory_utilization=0.%u\n", k % 8); break;
-        case 7: snprintf(line, sizeof line, "actor:\n  fsdp_config:\n    param_offload: %s\n", k % 3 ? "true" : "false"); break;
-        default: snprintf(line, sizeof line, "critic.ppo-micro-batch-size-per-gpu=%u data.a..b.micro_batch_size=%u\n", k % 6, k % 5); break;
-        }
-        size_t l = strlen(line);
-        memcpy(text + n, line, l);
-        n += l;
-    }
+    size_t n;
+    char *text = text_of_lines(1536u << 10, 0, settings_form_line, NULL, &n);
     run_out a = scan_text(embedded_db(), text, n, 0, 0), b = scan_text(embedded_db(), text, n, 0, 1);
     ck_assert_uint_gt(b.res.regions_split, 0);
-    size_t sz = 1u << 16;
-    char *sa = malloc(sz), *sb = malloc(sz);
-    ck_assert_ptr_nonnull(sa);
-    ck_assert_ptr_nonnull(sb);
-    settings_of(&a, sa, sz);
-    settings_of(&b, sb, sz);
+    char *sa = settings_dump(a.st, 0), *sb = settings_dump(b.st, 0);
     size_t entries = 0;
     for (const char *c = sa; *c; c++)
         entries += *c == '\n';

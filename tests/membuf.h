@@ -7,10 +7,13 @@
 #define OOMSCAN_TEST_MEMBUF_H
 
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
 #include "db/patterndb.h"
+#include "match/config.h"
 #include "match/phase.h"
 #include "match/scan.h"
 #include "story/story.h"
@@ -73,6 +76,69 @@ static inline run_out scan_text_as(pdb *db, const char *data, size_t len, size_t
 static inline run_out scan_text(pdb *db, const char *data, size_t len, size_t step, int helper)
 {
     return scan_text_as(db, data, len, step, helper, 1);
+}
+
+/* A text of at least `cap` bytes: the lines line(k, buf, bufcap) writes for k = first, first + 1, ...
+ * (one call may write several), then `tail` (a line, or NULL). Malloc'd, its length in *n; the
+ * caller frees it. */
+typedef void (*text_line_fn)(unsigned k, char *buf, size_t cap);
+static inline char *text_of_lines(size_t cap, unsigned first, text_line_fn line, const char *tail, size_t *n)
+{
+    size_t len = 0, room = cap + 8192 + (tail ? strlen(tail) + 1 : 0);
+    char *text = malloc(room);
+    ck_assert_ptr_nonnull(text);
+    for (unsigned k = first; len < cap; k++) {
+        char buf[2048];
+        line(k, buf, sizeof buf);
+        size_t l = strlen(buf);
+        memcpy(text + len, buf, l);
+        len += l;
+    }
+    if (tail) {
+        size_t l = strlen(tail);
+        memcpy(text + len, tail, l);
+        len += l;
+        text[len++] = '\n';
+    }
+    *n = len;
+    return text;
+}
+
+/* Every entry of the settings of inputs that name no job, one "path=value@line" a line: sorted (what
+ * advice reads, whatever the order of reading), or in the store's order with "#seq" (the order of
+ * reading too). Malloc'd; the caller frees it. */
+static inline char *settings_dump(story *st, int sorted)
+{
+    const config_store *s = *story_job_settings(st, "");
+    ck_assert_ptr_nonnull(s);
+    char **rows = calloc(s->n + 1, sizeof *rows);
+    ck_assert_ptr_nonnull(rows);
+    size_t total = 1;
+    for (size_t i = 0; i < s->n; i++) {
+        char row[512];
+        const config_entry *e = &s->e[i];
+        if (sorted)
+            snprintf(row, sizeof row, "%s=%s@%llu\n", e->path, e->value, (unsigned long long)e->line);
+        else
+            snprintf(row, sizeof row, "%s=%s@%llu#%llu\n", e->path, e->value, (unsigned long long)e->line,
+                     (unsigned long long)e->seq);
+        rows[i] = strdup(row);
+        total += strlen(row);
+    }
+    for (size_t i = 1; sorted && i < s->n; i++) /* insertion sort: a few dozen rows */
+        for (size_t j = i; j > 0 && strcmp(rows[j - 1], rows[j]) > 0; j--) {
+            char *t = rows[j];
+            rows[j] = rows[j - 1];
+            rows[j - 1] = t;
+        }
+    char *out = calloc(1, total);
+    ck_assert_ptr_nonnull(out);
+    for (size_t i = 0; i < s->n; i++) {
+        strcat(out, rows[i]);
+        free(rows[i]);
+    }
+    free(rows);
+    return out;
 }
 
 static inline void scan_done(run_out *o)
