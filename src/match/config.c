@@ -1038,10 +1038,7 @@ int config_name_whole(const char *b, size_t p, size_t len, size_t avail)
     return !(p > 0 && ident(b[p - 1])) && !(q < avail && (ident(b[q]) || b[q] == '-'));
 }
 
-/* What the bytes of the occurrence of `lit` at b[p] in the line b[ls..le) say, into *o (config.h).
- * pm: the prefixes read before (config_occurrence_read's), or NULL.
- * known: the length of its dotted prefix when dotted_again found it (the walk back is skipped: the
- * name is plain and has no '-'), else SIZE_MAX. */
+/* config_occurrence.kind */
 enum {
     OCC_READ = 1u,       /* a value is read there */
     OCC_FLAG = 2u,       /* "--name" */
@@ -1055,6 +1052,10 @@ enum {
     OCC_SWITCH = 512u,   /* a flag given without a value: "true" */
 };
 
+/* What the bytes of the occurrence of `lit` at b[p] in the line b[ls..le) say, into *o (config.h).
+ * pm: the prefixes read before (config_occurrence_read's), or NULL.
+ * known: the length of its dotted prefix when dotted_again found it (the walk back is skipped: the
+ * name is plain and has no '-'), else SIZE_MAX. */
 static void occurrence(const char *b, size_t ls, size_t le, size_t p, const char *lit, size_t len, size_t known,
                        config_prefixes *pm, config_occurrence *o)
 {

@@ -131,8 +131,9 @@ void config_occurrence_read(const char *b, size_t ls, size_t le, size_t p, const
 
 /* config_capture for a caller that knows where the setting's first occurrence in the line is: buf[first]
  * starts lit (len bytes; no occurrence of it in buf[start..first) that config_name_whole takes), so
- * the line is searched only after it. occ: config_occurrence_read's answer for buf[first] with these bounds, when the caller has it
- * (then that occurrence's bytes are not read again), else NULL. Same values, same order. */
+ * the line is searched only after it. occ: config_occurrence_read's answer for buf[first] with these
+ * bounds, when the caller has it (then that occurrence's bytes are not read again), else NULL. Same
+ * values, same order. */
 int config_capture_from(config_store **st, config_tracker *tr, const char *lit, size_t len, const char *buf,
                         uint64_t base, size_t start, size_t first, size_t end, const config_occurrence *occ,
                         const char *job, const char *file, uint64_t line);
