@@ -342,6 +342,147 @@ START_TEST(test_phase_late_marker_without_a_pid_says_only_where)
 }
 END_TEST
 
+/* ---- a pattern's frame condition ("in_traceback") ------------------------------------------- */
+
+/* A full disk and a full /dev/shm print the same bare line; under multiprocessing's SemLock frames it
+ * is /dev/shm (python/cpython#93253). The conditional pattern outranks the bare one; its condition
+ * (`cond`, one of the three kinds) is the test's. */
+static pdb *tbdb_new(const char *cond)
+{
+    char doc[2048];
+    int n = snprintf(doc, sizeof doc,
+                     "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["
+                     "{\"id\":\"disk_full.test\",\"class\":\"disk_full\",\"literals\":[\"] No space left on device\"],"
+                     " \"regex\":\"OSError: \\\\[Errno 28\\\\] No space left on device\",\"severity\":50},"
+                     "{\"id\":\"shm_exhausted.test\",\"class\":\"shm_exhausted\",\"literals\":[\"] No space left on device\"],"
+                     " \"regex\":\"OSError: \\\\[Errno 28\\\\] No space left on device\",\"severity\":60,"
+                     " \"in_traceback\":%s}]}", cond);
+    pdb *db = pdb_new();
+    ck_assert_ptr_nonnull(db);
+    oomscan_diag d = {0};
+    ck_assert_msg(pdb_load_text(db, "test.json", doc, (size_t)n, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    ck_assert_int_eq(pdb_load_text(db, "prefixes.json", PH_PREFIXES, sizeof PH_PREFIXES - 1, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    ck_assert_int_eq((int)db->n_hints, 1);
+    return db;
+}
+
+/* python/cpython#93253, the frames above its error line */
+static const char SEMLOCK_TB[] =
+    "Traceback (most recent call last):\n"
+    "  File \"/usr/local/lib/python3.8/multiprocessing/context.py\", line 73, in RLock\n"
+    "    return RLock(ctx=self.get_context())\n"
+    "  File \"/usr/local/lib/python3.8/multiprocessing/synchronize.py\", line 187, in __init__\n"
+    "    SemLock.__init__(self, RECURSIVE_MUTEX, 1, 1, ctx=ctx)\n"
+    "  File \"/usr/local/lib/python3.8/multiprocessing/synchronize.py\", line 57, in __init__\n"
+    "    sl = self._semlock = _multiprocessing.SemLock(\n";
+
+/* babysor/MockingBird#774: torch.save into a full disk */
+static const char SAVE_TB[] =
+    "Traceback (most recent call last):\n"
+    "  File \"E:\\\\ai_ai\\\\MockingBird-main\\\\MockingBird-main\\\\venv\\\\lib\\\\site-packages\\\\torch\\\\serialization.py\", "
+    "line 379, in save\n"
+    "    _save(obj, opened_zipfile, pickle_module, pickle_protocol)\n";
+
+static const char ENOSPC[] = "OSError: [Errno 28] No space left on device\n";
+
+static const char PATH_COND[] = "{\"path\":\"multiprocessing/synchronize.py\"}";
+
+/* The class of the last finding of `text` (the error line's) under condition `cond`. */
+static tax_class class_of(const char *cond, const char *text)
+{
+    run_out o = scan_text(tbdb_new(cond), text, strlen(text), 0, 0);
+    ck_assert_uint_ge(o.st->n, 1);
+    tax_class c = o.st->f[o.st->n - 1].cls;
+    done(&o);
+    return c;
+}
+
+START_TEST(test_phase_frame_condition_picks_the_pattern)
+{
+    char buf[16384];
+    /* under SemLock's frames: /dev/shm, whichever kind of condition names them */
+    snprintf(buf, sizeof buf, "%s%s", SEMLOCK_TB, ENOSPC);
+    ck_assert_int_eq(class_of(PATH_COND, buf), CLS_SHM_EXHAUSTED);
+    ck_assert_int_eq(class_of("{\"code\":\"_multiprocessing.SemLock(\"}", buf), CLS_SHM_EXHAUSTED);
+    ck_assert_int_eq(class_of("{\"func\":\"RLock\"}", buf), CLS_SHM_EXHAUSTED);
+    ck_assert_int_eq(class_of("{\"func\":\"Lock\"}", buf), CLS_DISK_FULL); /* a function is named whole */
+    /* under torch.save's, or with no traceback: the disk */
+    snprintf(buf, sizeof buf, "%s%s", SAVE_TB, ENOSPC);
+    ck_assert_int_eq(class_of(PATH_COND, buf), CLS_DISK_FULL);
+    ck_assert_int_eq(class_of(PATH_COND, ENOSPC), CLS_DISK_FULL);
+    /* a newer traceback replaces the SemLock one: its frames no longer count */
+    snprintf(buf, sizeof buf, "%s%s%s", SEMLOCK_TB, SAVE_TB, ENOSPC);
+    ck_assert_int_eq(class_of(PATH_COND, buf), CLS_DISK_FULL);
+    /* another rank's traceback is not the error's; its own rank's is */
+    size_t n = 0;
+    for (const char *l = SEMLOCK_TB; *l;) {
+        const char *e = strchr(l, '\n');
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "[rank1]: %.*s\n", (int)(e - l), l);
+        l = e + 1;
+    }
+    snprintf(buf + n, sizeof buf - n, "[rank0]: %s", ENOSPC);
+    ck_assert_int_eq(class_of(PATH_COND, buf), CLS_DISK_FULL);
+    snprintf(buf + n, sizeof buf - n, "[rank1]: %s", ENOSPC);
+    ck_assert_int_eq(class_of(PATH_COND, buf), CLS_SHM_EXHAUSTED);
+    /* too far above the error (TB_REACH lines) to explain it */
+    n = (size_t)snprintf(buf, sizeof buf, "%s", SEMLOCK_TB);
+    for (int i = 0; i < 450; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "x\n");
+    snprintf(buf + n, sizeof buf - n, "%s", ENOSPC);
+    ck_assert_int_eq(class_of(PATH_COND, buf), CLS_DISK_FULL);
+}
+END_TEST
+
+START_TEST(test_phase_frame_condition_is_checked_when_loaded)
+{
+    const char *bad[] = {"{\"path\":\"\"}", "{\"line\":\"x\"}", "\"multiprocessing\"", "{\"path\":\"a\",\"func\":\"b\"}",
+                         "[\"path\"]", "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[512];
+        int n = snprintf(doc, sizeof doc,
+                         "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[{\"id\":\"segfault.t\","
+                         "\"class\":\"segfault\",\"literals\":[\"Segmentation\"],\"regex\":\"Segmentation\","
+                         "\"in_traceback\":%s}]}", bad[i]);
+        pdb *db = pdb_new();
+        oomscan_diag d = {0};
+        ck_assert_msg(pdb_load_text(db, "t.json", doc, (size_t)n, &d) == OOMSCAN_ERR_FORMAT, "accepted %s", bad[i]);
+        ck_assert_ptr_nonnull(strstr(d.msg, "in_traceback"));
+        pdb_free(db);
+    }
+    /* more distinct conditions than a frame's 32-bit mask holds: refused when compiled; the same
+     * condition twice is one */
+    char doc[16384];
+    size_t n = (size_t)snprintf(doc, sizeof doc, "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[");
+    for (int i = 0; i < 34; i++)
+        n += (size_t)snprintf(doc + n, sizeof doc - n,
+                              "%s{\"id\":\"segfault.t%d\",\"class\":\"segfault\",\"literals\":[\"Segmentation\"],"
+                              "\"regex\":\"Segmentation\",\"in_traceback\":{\"func\":\"f%d\"}}", i ? "," : "", i,
+                              i < 2 ? 0 : i - 1);
+    n += (size_t)snprintf(doc + n, sizeof doc - n, "]}");
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "t.json", doc, n, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(d.msg, "in_traceback"));
+    pdb_free(db);
+    /* 32 of them (33 patterns, two sharing one) fit */
+    n = (size_t)snprintf(doc, sizeof doc, "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[");
+    for (int i = 0; i < 33; i++)
+        n += (size_t)snprintf(doc + n, sizeof doc - n,
+                              "%s{\"id\":\"segfault.t%d\",\"class\":\"segfault\",\"literals\":[\"Segmentation\"],"
+                              "\"regex\":\"Segmentation\",\"in_traceback\":{\"func\":\"f%d\"}}", i ? "," : "", i,
+                              i < 2 ? 0 : i - 1);
+    n += (size_t)snprintf(doc + n, sizeof doc - n, "]}");
+    db = pdb_new();
+    ck_assert_int_eq(pdb_load_text(db, "t.json", doc, n, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s", d.msg);
+    ck_assert_int_eq((int)db->n_hints, 32);
+    ck_assert_int_eq(db->patterns[0].tb_hint, db->patterns[1].tb_hint);
+    pdb_free(db);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -356,6 +497,8 @@ int main(void)
     tcase_add_test(tc, test_phase_weak_frames_give_way);
     tcase_add_test(tc, test_phase_late_marker_needs_the_killed_pid);
     tcase_add_test(tc, test_phase_late_marker_without_a_pid_says_only_where);
+    tcase_add_test(tc, test_phase_frame_condition_picks_the_pattern);
+    tcase_add_test(tc, test_phase_frame_condition_is_checked_when_loaded);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -40,6 +40,7 @@ static void free_pattern(pdb_pattern *p)
     free(p->title);
     free(p->file);
     free(p->regex_src);
+    free(p->tb_value);
     for (size_t i = 0; i < p->n_literals; i++)
         free(p->literals[i]);
     free(p->literals);
@@ -286,9 +287,50 @@ static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *
                 return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         }
     }
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(j, "in_traceback");
+    if (tb) {
+        static const char *const kinds[] = {"func", "code", "path"}; /* pdb_frame_kind's order */
+        const cJSON *v = cJSON_IsObject(tb) ? tb->child : NULL;
+        int k = -1;
+        for (int i = 0; v && i < 3; i++)
+            if (!strcmp(v->string, kinds[i]))
+                k = i;
+        if (!v || v->next || k < 0 || !cJSON_IsString(v) || !*v->valuestring)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "%s: \"in_traceback\" must be an object with one of \"path\", \"func\" or \"code\" "
+                            "(a non-empty string)", id);
+        p->tb_kind = k;
+        if (!(p->tb_value = strdup(v->valuestring)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
     if (samples)
         p->samples = take(j, samples);
+    return OOMSCAN_OK;
+}
+
+/* The patterns' frame conditions as hints (pdb_hint): each pattern's tb_hint. */
+static oomscan_status build_hints(pdb *db, oomscan_diag *diag)
+{
+    db->n_hints = 0;
+    for (size_t i = 0; i < db->n_patterns; i++) {
+        pdb_pattern *p = &db->patterns[i];
+        p->tb_hint = -1;
+        if (!p->tb_value)
+            continue;
+        size_t h = 0;
+        while (h < db->n_hints && !(db->hints[h].kind == (pdb_frame_kind)p->tb_kind && !strcmp(db->hints[h].value, p->tb_value)))
+            h++;
+        if (h == db->n_hints) {
+            if (h == PDB_HINTS)
+                return diag_set(diag, OOMSCAN_ERR_FORMAT, p->file, "%s: more than %d distinct \"in_traceback\" "
+                                "conditions in the database", p->id, PDB_HINTS);
+            db->hints[h].kind = (pdb_frame_kind)p->tb_kind;
+            db->hints[h].value = p->tb_value;
+            db->n_hints++;
+        }
+        p->tb_hint = (int)h;
+    }
     return OOMSCAN_OK;
 }
 
@@ -1392,6 +1434,8 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         if (caps + 1 > db->max_captures)
             db->max_captures = caps + 1;
     }
+    if ((st = build_hints(db, diag)))
+        return st;
     free_literals(db);
     for (size_t i = 0; i < db->n_patterns; i++)
         for (size_t k = 0; k < db->patterns[i].n_literals; k++)

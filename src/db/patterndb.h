@@ -58,6 +58,14 @@ typedef struct {
     int cont_lines;
     int cont_required; /* "required": the match stands only when a continuation regex gave a value
                         * (NCCL's nvml WARN is fatal only when NCCL unwinds its error after it) */
+    /* "in_traceback": the pattern stands only when the traceback that carries the line (phase.h,
+     * phase_traceback_hints) has a frame whose path, function or code line holds tb_value (tb_kind
+     * as a frame rule's): the same bare message means another failure under another caller (ENOSPC
+     * from multiprocessing's SemLock is /dev/shm, not a disk). tb_value NULL: no condition.
+     * tb_hint: its bit in the frames' hints (pdb_compile; db->hints[tb_hint]). */
+    int tb_kind; /* pdb_frame_kind */
+    char *tb_value;
+    int tb_hint;
     cJSON *samples; /* the "samples" object, kept for --check-patterns */
     pdb_regex re;
 } pdb_pattern;
@@ -70,6 +78,14 @@ typedef struct {
 } pdb_prefix;
 
 typedef enum { FRAME_FUNC, FRAME_CODE, FRAME_PATH } pdb_frame_kind;
+
+/* A frame condition of the patterns' "in_traceback" (pdb_compile: one per distinct kind and value,
+ * at most PDB_HINTS): value borrowed from the first pattern that names it. */
+typedef struct {
+    pdb_frame_kind kind;
+    const char *value;
+} pdb_hint;
+#define PDB_HINTS 32 /* a frame's hints are a 32-bit mask */
 
 /* Context rules keep their file and their "samples" / "not_samples" arrays (each {"line","source"})
  * for --check-patterns; pdb_rule_name() names one in messages. */
@@ -158,6 +174,8 @@ typedef struct pdb {
     size_t n_xids;
     pdb_checklist *checklists;
     size_t n_checklists;
+    pdb_hint hints[PDB_HINTS]; /* built by pdb_compile from the patterns' "in_traceback" */
+    size_t n_hints;
     int class_phase[32]; /* phases.json "class_phases": a class's weak default phase (tax_phase), -1 none */
     cJSON *steps; /* the step library (format oomscan-steps/1): an object, step id -> step */
     cJSON *conclusions; /* diagnosis wording (format oomscan-diagnosis/1): an object, id -> conclusion */

@@ -358,14 +358,18 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
 
 /* Try every candidate pattern on text; best by severity, then captures, then match length. A match
  * must start before start_before: in a join, one that lies wholly in a later line is that line's own
- * (read again when that line is classified), not the end of this line's wrapped message. */
+ * (read again when that line is classified), not the end of this line's wrapped message. A pattern
+ * with a frame condition ("in_traceback") is tried only when its hint is among `hints`. */
 static long best_pattern(classifier *c, const size_t *cands, size_t nc, const char *text, size_t len,
-                         size_t start_before, int *score)
+                         size_t start_before, uint32_t hints, int *score)
 {
     long best = -1;
     int best_caps = 0, best_sev = -1;
     size_t best_span = 0;
     for (size_t i = 0; i < nc; i++) {
+        int h = c->db->patterns[cands[i]].tb_hint;
+        if (h >= 0 && !(hints >> h & 1u))
+            continue;
         int caps = matcher_try(c->m, cands[i], text, len);
         if (!caps)
             continue;
@@ -395,7 +399,8 @@ static long pick_pattern(classifier *c, const scan_view *v, const line_info *li,
     int score = 0;
     *text = li->msg;
     *text_len = li->msg_len;
-    long pi = best_pattern(c, cands, nc, li->msg, li->msg_len, SIZE_MAX, &score);
+    uint32_t hints = c->db->n_hints ? phase_traceback_hints(c->ps, li->key, li->line) : 0;
+    long pi = best_pattern(c, cands, nc, li->msg, li->msg_len, SIZE_MAX, hints, &score);
     size_t ns, ne, le = li->end;
     size_t jl = li->msg_len < JOIN_CAP ? li->msg_len : JOIN_CAP, first = jl;
     memcpy(c->join, li->msg, jl);
@@ -411,7 +416,7 @@ static long pick_pattern(classifier *c, const scan_view *v, const line_info *li,
                 c->join[at++] = ' ';
             memcpy(c->join + at, cont, cl);
             int s2;
-            long p2 = best_pattern(c, cands, nc, c->join, at + cl, first, &s2);
+            long p2 = best_pattern(c, cands, nc, c->join, at + cl, first, hints, &s2);
             if (p2 >= 0 && (pi < 0 || s2 > score)) {
                 pi = p2;
                 score = s2;

@@ -20,6 +20,7 @@ typedef struct {
     int fallback;   /* the best fallback rule ("only when nothing better"), -1 none */
     int weak;       /* the first matching weak rule (phase_confidence "weak"), -1 none */
     int fw;         /* framework from a path rule */
+    uint32_t hints; /* the db->hints this frame satisfies (a pattern's "in_traceback") */
     uint64_t line;
     char func[64];
     char file[96];  /* last part of the path, for evidence */
@@ -148,6 +149,18 @@ static int contains(const char *hay, size_t n, const char *needle)
     return 0;
 }
 
+/* Whether a frame (any of path, func, code may be NULL) satisfies a condition of kind `kind` on
+ * `value`: its code line or path holds value, its function is value. */
+static int frame_has(pdb_frame_kind kind, const char *value, const char *path, size_t path_len, const char *func,
+                     size_t func_len, const char *code, size_t code_len)
+{
+    if (kind == FRAME_CODE)
+        return code && contains(code, code_len, value);
+    if (kind == FRAME_FUNC)
+        return func && strlen(value) == func_len && memcmp(value, func, func_len) == 0;
+    return path && contains(path, path_len, value);
+}
+
 int phase_frame_rule(const pdb *db, const char *path, size_t path_len, const char *func, size_t func_len,
                      const char *code, size_t code_len, int *fallback)
 {
@@ -156,17 +169,8 @@ int phase_frame_rule(const pdb *db, const char *path, size_t path_len, const cha
     *fallback = -1;
     for (size_t i = 0; i < db->n_frames; i++) {
         const pdb_frame_rule *r = &db->frames[i];
-        int hit = 0, rank = 0;
-        if (r->kind == FRAME_CODE) {
-            hit = code && contains(code, code_len, r->value);
-            rank = 3;
-        } else if (r->kind == FRAME_FUNC) {
-            hit = func && strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0;
-            rank = 2;
-        } else {
-            hit = path && contains(path, path_len, r->value);
-            rank = 1;
-        }
+        int hit = frame_has(r->kind, r->value, path, path_len, func, func_len, code, code_len);
+        int rank = r->kind == FRAME_CODE ? 3 : r->kind == FRAME_FUNC ? 2 : 1;
         if (hit && r->fallback == 2) {
             if (weak < 0)
                 weak = (int)i; /* weak rules: the first listed wins (engine paths before a model's forward) */
@@ -224,13 +228,13 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
             const pdb_frame_rule *r = &db->frames[i];
             if (r->fallback != 2)
                 continue;
-            int hit = r->kind == FRAME_CODE   ? code && contains(code, code_len, r->value)
-                      : r->kind == FRAME_FUNC ? strlen(r->value) == func_len && memcmp(r->value, func, func_len) == 0
-                                              : contains(path, path_len, r->value);
-            if (hit)
+            if (frame_has(r->kind, r->value, path, path_len, func, func_len, code, code_len))
                 f->weak = (int)i;
         }
     }
+    for (size_t h = 0; h < db->n_hints; h++)
+        if (frame_has(db->hints[h].kind, db->hints[h].value, path, path_len, func, func_len, code, code_len))
+            f->hints |= 1u << h;
     if (f->fw >= 0)
         ps->votes[f->fw]++;
     if (s->other)
@@ -311,6 +315,26 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
     phase_decide_class(ps, key, line, pattern_phase, engine, -1, out);
 }
 
+/* The traceback that explains a failure on stream `key` at `line`: its stream's, else a lone one of
+ * the default stream; NULL when none has frames close enough above the line. */
+static const tb_slot *near_slot(const phase_state *ps, const char *key, uint64_t line)
+{
+    const tb_slot *s = slot_for((phase_state *)ps, key, 0);
+    /* Without a traceback of its own stream, a lone traceback of the default stream still counts. */
+    if ((!s || s->n == 0) && key[0])
+        s = slot_for((phase_state *)ps, "", 0);
+    return s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH ? s : NULL;
+}
+
+uint32_t phase_traceback_hints(const phase_state *ps, const char *key, uint64_t line)
+{
+    const tb_slot *s = near_slot(ps, key, line);
+    uint32_t h = 0;
+    for (size_t i = 0; s && i < s->n; i++)
+        h |= s->frames[i].hints;
+    return h;
+}
+
 void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
                         int cls, phase_answer *out)
 {
@@ -318,11 +342,8 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     memset(out, 0, sizeof *out);
     out->phase = PH_UNKNOWN;
     out->framework = -1;
-    const tb_slot *s = slot_for((phase_state *)ps, key, 0);
-    /* Without a traceback of its own stream, a lone traceback of the default stream still counts. */
-    if ((!s || s->n == 0) && key[0])
-        s = slot_for((phase_state *)ps, "", 0);
-    int near = s && s->n > 0 && line >= s->last_line && line - s->last_line <= TB_REACH;
+    const tb_slot *s = near_slot(ps, key, line);
+    int near = s != NULL;
     if (near && decide_frames(ps, s, 2, "", out))
         return;
     if (pattern_phase >= 0) {

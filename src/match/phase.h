@@ -57,6 +57,11 @@ typedef struct {
     char evidence[256];
 } phase_answer;
 
+/* The db->hints (a pattern's "in_traceback") that some frame of the traceback explaining a failure
+ * at `line` of stream `key` satisfies, as a mask (bit h: db->hints[h]); 0 when no traceback is close
+ * enough above it (the one phase_decide_class reads). */
+uint32_t phase_traceback_hints(const phase_state *ps, const char *key, uint64_t line);
+
 /* The phase of a failure on stream `key` at `line`, whose pattern implies `pattern_phase` (-1 none)
  * and comes from engine `engine` (-1 none). Strongest evidence first: a mapped frame of the failure's
  * traceback, the message's own phase, the last progress marker; then the weak ones: a weak frame rule

@@ -105,27 +105,52 @@ static void scan_line_alone(checker *c, const char *t)
     free(text);
 }
 
-/* A match sample scanned alone (with its "next" lines) must give a finding of its own pattern: one
- * that another pattern wins is a priority to fix, or a sample that shows the other message. */
+/* Append the strings of array `arr` to text (room checked by the caller), each with a terminator. */
+static size_t put_lines(char *text, size_t len, const cJSON *arr)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) if (cJSON_IsString(x))
+    {
+        size_t k = strlen(x->valuestring);
+        memcpy(text + len, x->valuestring, k);
+        len += k;
+        text[len++] = '\n';
+    }
+    return len;
+}
+
+/* The text a sample stands for, as a user's saved log: its "before" lines (the traceback a pattern's
+ * "in_traceback" reads), its line, its "next" lines (a pattern's "continuation"); malloc'd, NULL out
+ * of memory. */
+static char *sample_text(const cJSON *sample, const char *line, size_t *len)
+{
+    const char *keys[] = {"before", "next"};
+    size_t cap = strlen(line) + 2;
+    const cJSON *x;
+    for (int k = 0; k < 2; k++)
+        cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(sample, keys[k])) if (cJSON_IsString(x)) cap +=
+            strlen(x->valuestring) + 1;
+    char *text = malloc(cap);
+    if (!text)
+        return NULL;
+    size_t n = put_lines(text, 0, cJSON_GetObjectItemCaseSensitive(sample, "before"));
+    memcpy(text + n, line, strlen(line));
+    n += strlen(line);
+    text[n++] = '\n';
+    *len = put_lines(text, n, cJSON_GetObjectItemCaseSensitive(sample, "next"));
+    return text;
+}
+
+/* A match sample scanned alone (with its "before" and "next" lines) must give a finding of its own
+ * pattern: one that another pattern wins is a priority to fix, or a sample that shows the other
+ * message. */
 static void check_alone(checker *c, const pdb_pattern *p, const cJSON *sample, const char *line)
 {
-    size_t len = strlen(line), cap = len + 2;
-    const cJSON *nx;
-    cJSON_ArrayForEach(nx, cJSON_GetObjectItemCaseSensitive(sample, "next")) if (cJSON_IsString(nx)) cap +=
-        strlen(nx->valuestring) + 1;
-    char *text = malloc(cap);
+    size_t len = 0;
+    char *text = sample_text(sample, line, &len);
     if (!text) {
         problem(c, p->file, p->id, "out of memory");
         return;
-    }
-    memcpy(text, line, len);
-    text[len++] = '\n';
-    cJSON_ArrayForEach(nx, cJSON_GetObjectItemCaseSensitive(sample, "next")) if (cJSON_IsString(nx))
-    {
-        size_t k = strlen(nx->valuestring);
-        memcpy(text + len, nx->valuestring, k);
-        len += k;
-        text[len++] = '\n';
     }
     const pdb_pattern *won = scan_alone(c, text, len);
     free(text);
@@ -220,7 +245,18 @@ static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, siz
         line_ctx ctx;
         size_t ml;
         const char *msg = run_sample(m, s, &ctx, &ml, runs);
-        if (msg && matcher_try(m, idx, msg, ml))
+        if (!msg)
+            continue;
+        if (p->tb_value || cJSON_GetObjectItemCaseSensitive(s, "before")) {
+            /* a pattern with a frame condition ("in_traceback") matches its line's text wherever it
+             * stands: the line, under its "before" lines, must give another pattern's finding or none */
+            size_t len = 0;
+            char *text = sample_text(s, sample_line(s), &len);
+            if (text && scan_alone(c, text, len) == p)
+                problem(c, p->file, p->id, "wins a line it must not (under its \"before\" lines): %.160s",
+                        sample_line(s));
+            free(text);
+        } else if (matcher_try(m, idx, msg, ml))
             problem(c, p->file, p->id, "matches a line it must not: %.160s", sample_line(s));
     }
 }

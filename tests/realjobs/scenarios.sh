@@ -54,6 +54,12 @@ scenario_dataloader_bus_error() {    # a private 1 MiB /dev/shm: the workers' ba
     unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"' sh
 }
 
+scenario_dataloader_semlock_shm_full() { # a private 1 MiB /dev/shm, filled before rank 1 starts its workers
+  can_mount_ns || return 77
+  torchrun_job "$1" dataloader_semlock_shm_full \
+    unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"' sh
+}
+
 scenario_segfault_optimizer() {      # SIGSEGV inside optimizer.step() of rank 1, faulthandler on
   torchrun_job "$1" segfault_optimizer
 }
@@ -127,4 +133,4 @@ scenario_cgroup_oom_kill() {
 }
 
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
-checkpoint_disk_full cgroup_oom_kill"
+checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full"

@@ -19,7 +19,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.utils.data import DataLoader, Dataset
 
 FAILURES = ("backward_host_oom", "dataloader_memory_error", "dataloader_bus_error", "segfault_optimizer",
-            "gloo_timeout", "checkpoint_disk_full", "cgroup_oom_kill", "none")
+            "gloo_timeout", "checkpoint_disk_full", "cgroup_oom_kill", "dataloader_semlock_shm_full", "none")
 
 RANK = int(os.environ.get("RANK", "0"))
 FAIL_RANK = int(os.environ.get("REALJOBS_FAIL_RANK", "1"))
@@ -71,6 +71,18 @@ class SGDWithNativeHook(torch.optim.SGD):
         return loss
 
 
+def fill_dev_shm():
+    """Fill /dev/shm to its last byte, as another job's leftovers fill a shared node's."""
+    fd = os.open("/dev/shm/realjobs-leftover", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 65536):
+            pass
+    except OSError:
+        log("the leftovers fill /dev/shm")  # (not the error's text: this job's log must not print its failure)
+    finally:
+        os.close(fd)
+
+
 def fill_cgroup_memory():
     """Move this rank into the memory cgroup the harness made, then touch memory until the kernel kills it."""
     cg = os.environ["REALJOBS_CGROUP"]
@@ -110,6 +122,13 @@ def main():
         # only rank 1 uses workers, so one rank fails (both share the small /dev/shm)
         loader_kw = dict(num_workers=2) if RANK == FAIL_RANK else {}
         data = Samples(payload=(1 << 20) // 4)  # 1 MiB per sample: more than /dev/shm holds
+    elif failure == "dataloader_semlock_shm_full":
+        # rank 1 starts two workers in a /dev/shm that is already full: the queues DataLoader makes for
+        # them need a semaphore each, and a POSIX semaphore is a file in /dev/shm
+        loader_kw = dict(num_workers=2) if RANK == FAIL_RANK else {}
+        if RANK == FAIL_RANK:
+            fill_dev_shm()
+        data = Samples()
     else:
         data = Samples()
     loader = DataLoader(data, batch_size=4, **loader_kw)
