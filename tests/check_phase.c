@@ -434,6 +434,24 @@ START_TEST(test_phase_frame_condition_picks_the_pattern)
 }
 END_TEST
 
+/* A database of n patterns, each with a function condition of its own but the first two, which share
+ * one (n - 1 distinct conditions), loaded and not compiled. */
+static pdb *conditions_db(int n)
+{
+    char doc[16384];
+    size_t k = (size_t)snprintf(doc, sizeof doc, "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(doc + k, sizeof doc - k,
+                              "%s{\"id\":\"segfault.t%d\",\"class\":\"segfault\",\"literals\":[\"Segmentation\"],"
+                              "\"regex\":\"Segmentation\",\"in_traceback\":{\"func\":\"f%d\"}}", i ? "," : "", i,
+                              i < 2 ? 0 : i - 1);
+    k += (size_t)snprintf(doc + k, sizeof doc - k, "]}");
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "t.json", doc, k, &d), OOMSCAN_OK);
+    return db;
+}
+
 START_TEST(test_phase_frame_condition_is_checked_when_loaded)
 {
     const char *bad[] = {"{\"path\":\"\"}", "{\"line\":\"x\"}", "\"multiprocessing\"", "{\"path\":\"a\",\"func\":\"b\"}",
@@ -451,31 +469,13 @@ START_TEST(test_phase_frame_condition_is_checked_when_loaded)
         pdb_free(db);
     }
     /* more distinct conditions than a frame's 32-bit mask holds: refused when compiled; the same
-     * condition twice is one */
-    char doc[16384];
-    size_t n = (size_t)snprintf(doc, sizeof doc, "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[");
-    for (int i = 0; i < 34; i++)
-        n += (size_t)snprintf(doc + n, sizeof doc - n,
-                              "%s{\"id\":\"segfault.t%d\",\"class\":\"segfault\",\"literals\":[\"Segmentation\"],"
-                              "\"regex\":\"Segmentation\",\"in_traceback\":{\"func\":\"f%d\"}}", i ? "," : "", i,
-                              i < 2 ? 0 : i - 1);
-    n += (size_t)snprintf(doc + n, sizeof doc - n, "]}");
-    pdb *db = pdb_new();
+     * condition twice is one, so 33 patterns whose first two share one fit */
     oomscan_diag d = {0};
-    ck_assert_int_eq(pdb_load_text(db, "t.json", doc, n, &d), OOMSCAN_OK);
+    pdb *db = conditions_db(34);
     ck_assert_int_eq(pdb_compile(db, &d), OOMSCAN_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(d.msg, "in_traceback"));
     pdb_free(db);
-    /* 32 of them (33 patterns, two sharing one) fit */
-    n = (size_t)snprintf(doc, sizeof doc, "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[");
-    for (int i = 0; i < 33; i++)
-        n += (size_t)snprintf(doc + n, sizeof doc - n,
-                              "%s{\"id\":\"segfault.t%d\",\"class\":\"segfault\",\"literals\":[\"Segmentation\"],"
-                              "\"regex\":\"Segmentation\",\"in_traceback\":{\"func\":\"f%d\"}}", i ? "," : "", i,
-                              i < 2 ? 0 : i - 1);
-    n += (size_t)snprintf(doc + n, sizeof doc - n, "]}");
-    db = pdb_new();
-    ck_assert_int_eq(pdb_load_text(db, "t.json", doc, n, &d), OOMSCAN_OK);
+    db = conditions_db(33);
     ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s", d.msg);
     ck_assert_int_eq((int)db->n_hints, 32);
     ck_assert_int_eq(db->patterns[0].tb_hint, db->patterns[1].tb_hint);
