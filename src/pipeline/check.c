@@ -247,13 +247,14 @@ static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, siz
         const char *msg = run_sample(m, s, &ctx, &ml, runs);
         if (!msg)
             continue;
-        if (p->tb_value || cJSON_GetObjectItemCaseSensitive(s, "before")) {
-            /* a pattern with a frame condition ("in_traceback") matches its line's text wherever it
-             * stands: the line, under its "before" lines, must give another pattern's finding or none */
+        if (p->tb_value || p->cont_required || cJSON_GetObjectItemCaseSensitive(s, "before")) {
+            /* a pattern with a condition beyond its line (a frame above it, "in_traceback"; lines after
+             * it, a "required" continuation) matches its line's text wherever it stands: the line, with
+             * its "before" and "next" lines, must give another pattern's finding or none */
             size_t len = 0;
             char *text = sample_text(s, sample_line(s), &len);
             if (text && scan_alone(c, text, len) == p)
-                problem(c, p->file, p->id, "wins a line it must not (under its \"before\" lines): %.160s",
+                problem(c, p->file, p->id, "wins a line it must not (with its \"before\" and \"next\" lines): %.160s",
                         sample_line(s));
             free(text);
         } else if (matcher_try(m, idx, msg, ml))
