@@ -483,6 +483,79 @@ START_TEST(test_phase_frame_condition_is_checked_when_loaded)
 }
 END_TEST
 
+/* ---- frame lines a terminal wrapped ---------------------------------------------------------- */
+
+/* pytorch/pytorch#4387 (a terminal 88 columns wide): the paths and one "in FUNC" wrapped onto the next
+ * line, the error below */
+static const char WRAPPED_4387[] =
+    "  File \"/home/luhongchao/anaconda2/lib/python2.7/site-packages/torch/utils/data/dataload\n"
+    "er.py\", line 301, in __iter__\n"
+    "    return DataLoaderIter(self)\n"
+    "  File \"/home/luhongchao/anaconda2/lib/python2.7/site-packages/torch/utils/data/dataload\n"
+    "er.py\", line 158, in __init__\n"
+    "    w.start()\n"
+    "  File \"/home/luhongchao/anaconda2/lib/python2.7/multiprocessing/process.py\", line 130, \n"
+    "in start\n"
+    "    self._popen = Popen(self)\n"
+    "  File \"/home/luhongchao/anaconda2/lib/python2.7/multiprocessing/forking.py\", line 121, \n"
+    "in __init__\n"
+    "    self.pid = os.fork()\n"
+    "OSError: [Errno 12] Cannot allocate memory\n";
+
+/* The phase the error of `text` gets under frame rules `frames` (a phases.json "frames" array). */
+static tax_phase wrapped_phase(const char *frames, const char *text, char *evidence, size_t cap)
+{
+    char doc[1024];
+    int n = snprintf(doc, sizeof doc, "{\"format\":\"oomscan-phases/1\",\"frames\":%s,\"markers\":[]}", frames);
+    static const char pats[] = "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":["
+                               "{\"id\":\"host_memory_error.t\",\"class\":\"host_memory_error\",\"literals\":"
+                               "[\"Cannot allocate memory\"],\"regex\":\"Cannot allocate memory\"}]}";
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "t.json", pats, sizeof pats - 1, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_load_text(db, "phases.json", doc, (size_t)n, &d) == OOMSCAN_OK, "%s", d.msg);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s", d.msg);
+    run_out o = scan_text(db, text, strlen(text), 0, 0);
+    const finding *f = only(&o, CLS_HOST_MEMORY_ERROR);
+    tax_phase ph = f->phase;
+    snprintf(evidence, cap, "%s", f->phase_evidence);
+    done(&o);
+    return ph;
+}
+
+START_TEST(test_phase_frames_a_terminal_wrapped_are_joined)
+{
+    char ev[256];
+    /* the wrapped path: the innermost DataLoader frame, whose "in __init__" is on the next line */
+    ck_assert_int_eq(wrapped_phase("[{\"path\":\"torch/utils/data/dataloader.py\",\"phase\":\"data_loading\"}]",
+                                   WRAPPED_4387, ev, sizeof ev),
+                     PH_DATA_LOADING);
+    ck_assert_ptr_nonnull(strstr(ev, "__init__ in dataloader.py"));
+    /* cut right after "line 130, ": its function on the next line */
+    ck_assert_int_eq(wrapped_phase("[{\"func\":\"start\",\"phase\":\"rollout\"}]", WRAPPED_4387, ev, sizeof ev),
+                     PH_ROLLOUT);
+    /* and its code line is the one after the continuation, not the continuation */
+    ck_assert_int_eq(wrapped_phase("[{\"code\":\"Popen(self)\",\"phase\":\"checkpoint\"}]", WRAPPED_4387, ev, sizeof ev),
+                     PH_CHECKPOINT);
+    ck_assert_int_eq(wrapped_phase("[{\"code\":\"in start\",\"phase\":\"checkpoint\"}]", WRAPPED_4387, ev, sizeof ev),
+                     PH_UNKNOWN);
+    /* a cut frame is never joined with a frame line after it (the thread's lines with the first wrap's
+     * continuation left out, the last frame unwrapped): joined, the cut path would run into the next
+     * frame's text and a rule on the path's start would hold for that frame's function and code */
+    static const char NOT_JOINED[] =
+        "  File \"/home/luhongchao/anaconda2/lib/python2.7/site-packages/torch/utils/data/dataload\n"
+        "  File \"/home/luhongchao/anaconda2/lib/python2.7/multiprocessing/forking.py\", line 121, in __init__\n"
+        "    self.pid = os.fork()\n"
+        "OSError: [Errno 12] Cannot allocate memory\n";
+    ck_assert_int_eq(wrapped_phase("[{\"path\":\"torch/utils/data/\",\"phase\":\"data_loading\"}]", NOT_JOINED, ev,
+                                   sizeof ev),
+                     PH_UNKNOWN);
+    ck_assert_int_eq(wrapped_phase("[{\"path\":\"multiprocessing/forking.py\",\"phase\":\"data_loading\"}]", NOT_JOINED,
+                                   ev, sizeof ev),
+                     PH_DATA_LOADING);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -499,6 +572,7 @@ int main(void)
     tcase_add_test(tc, test_phase_late_marker_without_a_pid_says_only_where);
     tcase_add_test(tc, test_phase_frame_condition_picks_the_pattern);
     tcase_add_test(tc, test_phase_frame_condition_is_checked_when_loaded);
+    tcase_add_test(tc, test_phase_frames_a_terminal_wrapped_are_joined);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

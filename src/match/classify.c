@@ -209,17 +209,63 @@ static void stream_key(const line_ctx *x, const scan_source *src, char *key, siz
     key[n + 1] = '\0';
 }
 
+#define FRAME_WRAP_LINES 2   /* lines a terminal may have wrapped one frame line into, after its first */
+#define FRAME_JOIN_CAP 1024
+
+/* Whether a frame line that did not parse was cut by a terminal's wrap: its path's closing quote is
+ * still to come, or the line stops right after its line number (`", line 130, ` + `in start`). */
+static int frame_cut(const char *msg, size_t n)
+{
+    const char *p = memchr(msg, '"', n);
+    const char *q = p ? memchr(p + 1, '"', n - (size_t)(p + 1 - msg)) : NULL;
+    if (!p)
+        return 0;
+    if (!q)
+        return 1;
+    size_t r = (size_t)(q + 1 - msg);
+    const char *tail = ", line ";
+    if (n - r < 7 || memcmp(msg + r, tail, 7) != 0)
+        return 0;
+    for (r += 7; r < n && isdigit((unsigned char)msg[r]); r++)
+        ;
+    if (r < n && msg[r] == ',')
+        r++;
+    while (r < n && msg[r] == ' ')
+        r++;
+    return r == n;
+}
+
 static void handle_frame(classifier *c, const scan_view *v, const line_info *li)
 {
     const char *path, *in;
-    size_t path_len, func_len;
-    if (!lines_parse_frame(li->msg, li->msg_len, &path, &path_len, &in, &func_len))
+    size_t path_len, func_len, end = li->end, ns, ne;
+    const char *msg = li->msg;
+    size_t n = li->msg_len;
+    char joined[FRAME_JOIN_CAP];
+    line_ctx cctx;
+    int ok = lines_parse_frame(msg, n, &path, &path_len, &in, &func_len);
+    /* A terminal wraps at its width without a break of its own (`.../torch/utils/data/dataload` +
+     * `er.py", line 301, in __iter__`): the lines after a cut frame are joined to it as they are. */
+    for (int k = 0; !ok && k < FRAME_WRAP_LINES && frame_cut(msg, n) && lines_next(v->buf, v->len, end, &ns, &ne);
+         k++) {
+        size_t cl;
+        const char *cont = matcher_strip(c->m, (const char *)v->buf + ns, ne - ns, &cl, &cctx);
+        if (cl == 0 || n + cl > sizeof joined || (cl >= 6 && memmem(cont, cl < 16 ? cl : 16, "File \"", 6)))
+            break;
+        if (msg != joined)
+            memcpy(joined, msg, n);
+        memcpy(joined + n, cont, cl);
+        msg = joined;
+        n += cl;
+        end = ne;
+        ok = lines_parse_frame(msg, n, &path, &path_len, &in, &func_len);
+    }
+    if (!ok)
         return;
     /* The code line is printed under the frame. */
     const char *code = NULL;
-    size_t code_len = 0, ns, ne;
-    line_ctx cctx;
-    if (lines_next(v->buf, v->len, li->end, &ns, &ne)) {
+    size_t code_len = 0;
+    if (lines_next(v->buf, v->len, end, &ns, &ne)) {
         code = matcher_strip(c->m, (const char *)v->buf + ns, ne - ns, &code_len, &cctx);
         while (code_len && isspace((unsigned char)*code)) {
             code++;
