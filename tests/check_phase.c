@@ -556,6 +556,80 @@ START_TEST(test_phase_frames_a_terminal_wrapped_are_joined)
 }
 END_TEST
 
+/* A pattern's phase given as weak evidence ("phase_confidence": "weak"): after a strong frame and a weak
+ * frame, before a weak marker and the class's default. NVIDIA/nccl#573's WARN and unwinding. */
+static const char NCCL_573[] =
+    "bfclient02:14681:14750 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:0d/../../0000:0d:00.0\n"
+    "bfclient02:14681:14750 [0] NCCL INFO graph/xml.cc:648 -> 2\n"
+    "bfclient02:14681:14750 [0] NCCL INFO init.cc:581 -> 2\n";
+
+static const finding *weak_pattern_phase(const char *before, run_out *o)
+{
+    static const char pats[] =
+        "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":["
+        "{\"id\":\"nccl_error.t\",\"class\":\"nccl_error\",\"literals\":[\"NCCL WARN\"],\"regex\":\"NCCL WARN \","
+        " \"phase\":\"model_init\",\"phase_confidence\":\"weak\","
+        " \"continuation\":{\"lines\":6,\"regex\":[\"init\\\\.cc:[0-9]+ -> (?<nccl_result>[1-6])\"],\"required\":true}}]}";
+    static const char phases[] =
+        "{\"format\":\"oomscan-phases/1\",\"frames\":[{\"func\":\"backward\",\"phase\":\"backward\"}],"
+        "\"weak_frames\":[{\"func\":\"forward\",\"phase\":\"forward\"}],"
+        "\"markers\":[{\"literal\":\"NCCL INFO Channel \",\"phase\":\"rollout\",\"confidence\":\"weak\"}],"
+        "\"class_phases\":[{\"class\":\"nccl_error\",\"phase\":\"communication\"}]}";
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_msg(pdb_load_text(db, "t.json", pats, sizeof pats - 1, &d) == OOMSCAN_OK, "%s", d.msg);
+    ck_assert_msg(pdb_load_text(db, "phases.json", phases, sizeof phases - 1, &d) == OOMSCAN_OK, "%s", d.msg);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s", d.msg);
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", before, NCCL_573);
+    *o = scan_text(db, text, strlen(text), 0, 0);
+    return only(o, CLS_NCCL_ERROR);
+}
+
+START_TEST(test_phase_weak_pattern_phase_gives_way_to_frames)
+{
+    run_out o;
+    /* alone: the pattern's phase, weak (before the class's default) */
+    const finding *f = weak_pattern_phase("", &o);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    ck_assert(f->phase_weak);
+    ck_assert_str_eq(f->phase_evidence, "weak: the message points to model initialisation");
+    done(&o);
+    /* before a weak marker just above it (the marker's phase is the test's) */
+    f = weak_pattern_phase("g148:14937:69361 [0] NCCL INFO Channel 01/1 : 0[0] -> 8[0] [send] via NET/IB/9/GDRDMA/Shared\n",
+                           &o);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    done(&o);
+    /* after a frame rule, strong or weak (the rules are the test's; the frames are PyTorch's) */
+    f = weak_pattern_phase("Traceback (most recent call last):\n"
+                           "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 488, in backward\n"
+                           "    torch.autograd.backward(\n",
+                           &o);
+    ck_assert_int_eq(f->phase, PH_BACKWARD);
+    ck_assert(!f->phase_weak);
+    done(&o);
+    f = weak_pattern_phase("Traceback (most recent call last):\n"
+                           "  File \"/usr/local/lib/python3.10/dist-packages/torch/nn/modules/linear.py\", line 114, in forward\n"
+                           "    return F.linear(input, self.weight, self.bias)\n",
+                           &o);
+    ck_assert_int_eq(f->phase, PH_FORWARD);
+    done(&o);
+    /* "phase_confidence" is strong or weak, and goes with a phase */
+    const char *bad[] = {"\"phase\":\"model_init\",\"phase_confidence\":\"maybe\"", "\"phase_confidence\":\"weak\""};
+    for (size_t i = 0; i < 2; i++) {
+        char doc[512];
+        int n = snprintf(doc, sizeof doc,
+                         "{\"format\":\"oomscan-patterns/1\",\"family\":\"t\",\"patterns\":[{\"id\":\"segfault.t\","
+                         "\"class\":\"segfault\",\"literals\":[\"Segmentation\"],\"regex\":\"Segmentation\",%s}]}", bad[i]);
+        pdb *db = pdb_new();
+        oomscan_diag d = {0};
+        ck_assert_int_eq(pdb_load_text(db, "t.json", doc, (size_t)n, &d), OOMSCAN_ERR_FORMAT);
+        ck_assert_ptr_nonnull(strstr(d.msg, "phase_confidence"));
+        pdb_free(db);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -573,6 +647,7 @@ int main(void)
     tcase_add_test(tc, test_phase_frame_condition_picks_the_pattern);
     tcase_add_test(tc, test_phase_frame_condition_is_checked_when_loaded);
     tcase_add_test(tc, test_phase_frames_a_terminal_wrapped_are_joined);
+    tcase_add_test(tc, test_phase_weak_pattern_phase_gives_way_to_frames);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

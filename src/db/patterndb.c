@@ -219,6 +219,11 @@ static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *
     const char *ph = jstr(j, "phase");
     if (ph && (p->phase = tax_phase_from_name(ph)) < 0)
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown phase \"%s\"", id, ph);
+    const char *pc = jstr(j, "phase_confidence");
+    if (pc && (!ph || (strcmp(pc, "weak") != 0 && strcmp(pc, "strong") != 0)))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                        "%s: \"phase_confidence\" is \"strong\" or \"weak\", and goes with a \"phase\"", id);
+    p->phase_weak = pc && !strcmp(pc, "weak");
 
     const cJSON *lits = cJSON_GetObjectItemCaseSensitive(j, "literals");
     if (!cJSON_IsArray(lits) || cJSON_GetArraySize(lits) == 0)

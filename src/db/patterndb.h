@@ -43,6 +43,8 @@ typedef struct {
     int engine;   /* tax_framework or -1 */
     int severity; /* 0-100 */
     int phase;    /* tax_phase the message itself implies (engine start-up, ...), or -1 */
+    int phase_weak; /* "phase_confidence": "weak": the message points to `phase` one inference step
+                     * away (NCCL's set-up failing: start-up, though a communicator may be built later) */
     int echo;     /* the message usually reports a consequence (a launcher killing siblings) */
     char **literals;
     size_t n_literals;

@@ -603,7 +603,7 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         oom_clauses(c, v, li, text, text_len, mem);
 
     phase_answer ans;
-    phase_decide_class(c->ps, li->key, li->line, p->phase, p->engine, (int)p->cls, &ans);
+    phase_decide_class(c->ps, li->key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, &ans);
     /* Job id stated by the message itself (slurmstepd's StepId=1234.0) beats the file name. */
     char job[32];
     snprintf(job, sizeof job, "%s", c->src->job_id);

@@ -312,7 +312,7 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int passes, co
 void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
                   phase_answer *out)
 {
-    phase_decide_class(ps, key, line, pattern_phase, engine, -1, out);
+    phase_decide_class(ps, key, line, pattern_phase, 0, engine, -1, out);
 }
 
 /* The traceback that explains a failure on stream `key` at `line`: its stream's, else a lone one of
@@ -335,8 +335,8 @@ uint32_t phase_traceback_hints(const phase_state *ps, const char *key, uint64_t 
     return h;
 }
 
-void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
-                        int cls, phase_answer *out)
+void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int pattern_weak,
+                        int engine, int cls, phase_answer *out)
 {
     const pdb *db = ps->db;
     memset(out, 0, sizeof *out);
@@ -346,7 +346,7 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     int near = s != NULL;
     if (near && decide_frames(ps, s, 2, "", out))
         return;
-    if (pattern_phase >= 0) {
+    if (pattern_phase >= 0 && !pattern_weak) {
         out->phase = (tax_phase)pattern_phase;
         snprintf(out->evidence, sizeof out->evidence, "the message itself is printed in %s",
                  tax_phase_human((tax_phase)pattern_phase));
@@ -372,6 +372,15 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
         return;
     }
     out->framework = fw;
+    if (pattern_phase >= 0 && pattern_weak) {
+        out->phase = (tax_phase)pattern_phase;
+        out->weak = 1;
+        snprintf(out->evidence, sizeof out->evidence, "weak: the message points to %s",
+                 tax_phase_human((tax_phase)pattern_phase));
+        if (out->framework < 0)
+            out->framework = engine;
+        return;
+    }
     long wreach = ps->weak_marker >= 0 && db->markers[ps->weak_marker].reach ? db->markers[ps->weak_marker].reach
                                                                               : WEAK_MARKER_REACH;
     if (ps->weak_marker >= 0 && line >= ps->weak_marker_line && line - ps->weak_marker_line <= (uint64_t)wreach) {
