@@ -595,25 +595,29 @@ START_TEST(test_phase_weak_pattern_phase_gives_way_to_frames)
     ck_assert(f->phase_weak);
     ck_assert_str_eq(f->phase_evidence, "weak: the message points to model initialisation");
     done(&o);
-    /* before a weak marker just above it (the marker's phase is the test's) */
-    f = weak_pattern_phase("g148:14937:69361 [0] NCCL INFO Channel 01/1 : 0[0] -> 8[0] [send] via NET/IB/9/GDRDMA/Shared\n",
-                           &o);
-    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
-    done(&o);
-    /* after a frame rule, strong or weak (the rules are the test's; the frames are PyTorch's) */
-    f = weak_pattern_phase("Traceback (most recent call last):\n"
-                           "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 488, in backward\n"
-                           "    torch.autograd.backward(\n",
-                           &o);
-    ck_assert_int_eq(f->phase, PH_BACKWARD);
-    ck_assert(!f->phase_weak);
-    done(&o);
-    f = weak_pattern_phase("Traceback (most recent call last):\n"
-                           "  File \"/usr/local/lib/python3.10/dist-packages/torch/nn/modules/linear.py\", line 114, in forward\n"
-                           "    return F.linear(input, self.weight, self.bias)\n",
-                           &o);
-    ck_assert_int_eq(f->phase, PH_FORWARD);
-    done(&o);
+    /* what comes above it: a weak marker gives way to it; a frame rule, strong or weak, decides first
+     * (the rules and the marker's phase are the test's; the lines are NCCL's and PyTorch's) */
+    static const struct {
+        const char *before;
+        tax_phase phase;
+        int weak;
+    } above[] = {
+        {"g148:14937:69361 [0] NCCL INFO Channel 01/1 : 0[0] -> 8[0] [send] via NET/IB/9/GDRDMA/Shared\n", PH_MODEL_INIT, 1},
+        {"Traceback (most recent call last):\n"
+         "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 488, in backward\n"
+         "    torch.autograd.backward(\n",
+         PH_BACKWARD, 0},
+        {"Traceback (most recent call last):\n"
+         "  File \"/usr/local/lib/python3.10/dist-packages/torch/nn/modules/linear.py\", line 114, in forward\n"
+         "    return F.linear(input, self.weight, self.bias)\n",
+         PH_FORWARD, 1},
+    };
+    for (size_t i = 0; i < sizeof above / sizeof above[0]; i++) {
+        f = weak_pattern_phase(above[i].before, &o);
+        ck_assert_int_eq(f->phase, above[i].phase);
+        ck_assert_int_eq(!!f->phase_weak, above[i].weak);
+        done(&o);
+    }
     /* "phase_confidence" is strong or weak, and goes with a phase */
     const char *bad[] = {"\"phase\":\"model_init\",\"phase_confidence\":\"maybe\"", "\"phase_confidence\":\"weak\""};
     for (size_t i = 0; i < 2; i++) {
