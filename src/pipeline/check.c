@@ -92,19 +92,6 @@ static int same(const cJSON *want, const cJSON *got)
     return cJSON_Compare(want, got, 1);
 }
 
-/* One line (a terminator added) scanned alone; c->ps then holds its context (markers, votes). */
-static void scan_line_alone(checker *c, const char *t)
-{
-    size_t len = strlen(t);
-    char *text = malloc(len + 2);
-    if (!text)
-        return;
-    memcpy(text, t, len);
-    text[len] = '\n';
-    scan_alone(c, text, len + 1);
-    free(text);
-}
-
 /* Append the strings of array `arr` to text (room checked by the caller), each with a terminator. */
 static size_t put_lines(char *text, size_t len, const cJSON *arr)
 {
@@ -120,8 +107,8 @@ static size_t put_lines(char *text, size_t len, const cJSON *arr)
 }
 
 /* The text a sample stands for, as a user's saved log: its "before" lines (the traceback a pattern's
- * "in_traceback" reads), its line, its "next" lines (a pattern's "continuation"); malloc'd, NULL out
- * of memory. */
+ * "in_traceback" reads), its line, its "next" lines (a pattern's "continuation"); sample NULL: the line
+ * alone. malloc'd, NULL out of memory. */
 static char *sample_text(const cJSON *sample, const char *line, size_t *len)
 {
     const char *keys[] = {"before", "next"};
@@ -139,6 +126,16 @@ static char *sample_text(const cJSON *sample, const char *line, size_t *len)
     text[n++] = '\n';
     *len = put_lines(text, n, cJSON_GetObjectItemCaseSensitive(sample, "next"));
     return text;
+}
+
+/* One line (a terminator added) scanned alone; c->ps then holds its context (markers, votes). */
+static void scan_line_alone(checker *c, const char *t)
+{
+    size_t len = 0;
+    char *text = sample_text(NULL, t, &len); /* no sample: the line alone */
+    if (text)
+        scan_alone(c, text, len);
+    free(text);
 }
 
 /* A match sample scanned alone (with its "before" and "next" lines) must give a finding of its own
