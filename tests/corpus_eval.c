@@ -218,7 +218,7 @@ static int usage(FILE *to, int status)
 {
     fprintf(to, "usage: corpus_eval FIXTURES_DIR [--set NAME]... [--min-recall R] [--min-precision P] [--min-phase A]\n"
                 "       [--max-phase-wrong F] [--max-phase-invented N] [--min-framework F] [--min-sizes F]\n"
-                "       [--max-sizes-wrong N] [--max-role-wrong N]\n");
+                "       [--max-sizes-wrong N] [--max-role-wrong N] [--max-confidence-disagree N]\n");
     return status;
 }
 
@@ -230,6 +230,7 @@ int main(int argc, char **argv)
         return usage(stderr, 2);
     double min_recall = 0, min_precision = 0, min_phase = 0, max_phase_wrong = 0, min_framework = 0, min_sizes = 0;
     unsigned max_invented = 0, max_sizes_wrong = 0, max_role_wrong = 0;
+    long max_conf_disagree = -1; /* -1: not checked (older sets were floored before confidence was read) */
     const char *dirs[8] = {"corpus", "clean"};
     int n_dirs = 0;
     /* a floor misspelt or a set misnamed must fail, not measure nothing and pass */
@@ -258,6 +259,8 @@ int main(int argc, char **argv)
             max_sizes_wrong = (unsigned)atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--max-role-wrong") == 0)
             max_role_wrong = (unsigned)atoi(argv[i + 1]); /* a set measured with known wrong roles */
+        else if (strcmp(argv[i], "--max-confidence-disagree") == 0)
+            max_conf_disagree = atol(argv[i + 1]); /* right phase, strong/weak not the label's */
         else {
             fprintf(stderr, "corpus_eval: unknown option %s\n", argv[i]);
             return usage(stderr, 2);
@@ -390,7 +393,8 @@ int main(int argc, char **argv)
     double wrong_rate = ph.stated ? (double)ph.wrong / ph.stated : 0.0;
     int phase_bad = ph.role_wrong > max_role_wrong || phase_acc < min_phase || wrong_rate > max_phase_wrong ||
                     ph.invented > max_invented || fw_acc < min_framework || ph.sz_wrong > max_sizes_wrong ||
-                    (min_sizes > 0 && ph.sz_right < min_sizes * ph.sz_values);
+                    (min_sizes > 0 && ph.sz_right < min_sizes * ph.sz_values) ||
+                    (max_conf_disagree >= 0 && ph.conf_stated - ph.conf_right > (unsigned long)max_conf_disagree);
     oomscan_db_free(db);
     return clean_bad || below || phase_bad ? 1 : 0;
 }
