@@ -108,29 +108,55 @@ kernel_lines_after() {
     END { if (inblk && index(blk, cg)) printf "%s", blk }'
 }
 
-scenario_cgroup_oom_kill() {
-  cg=$(make_memcg) || { echo "cannot: no writable cgroup memory controller (v1 /sys/fs/cgroup/memory or v2 +memory)"; return 77; }
-  before=-1
+# kernel_stamp: the stamp of the kernel's last line now (-1: none, or dmesg is not readable here)
+kernel_stamp() {
+  st=$(dmesg 2>/dev/null | tail -n 1 | sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p')
+  echo "${st:--1}"
+}
+
+# keep_kernel_lines OUT KEEP CGROUP STAMP: the kernel's lines of this run (those of memory cgroup CGROUP
+# after STAMP) into OUT/dmesg.log, and the same lines with dmesg -T stamps into KEEP/dmesg-T.log: kept for
+# the kernel-log reader, not scanned with the job (it would be the same kernel block twice): the same
+# number of last lines, -T and uptime lines being one to one (other cgroups' blocks included)
+keep_kernel_lines() {
   if dmesg > /dev/null 2>&1; then
-    before=$(dmesg | tail -n 1 | sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p')
-    [ -n "$before" ] || before=-1
-  fi
-  export REALJOBS_CGROUP="$cg"; torchrun_job "$1" cgroup_oom_kill
-  sleep 1
-  if dmesg > /dev/null 2>&1; then
-    # the kernel's lines of this run only
-    kernel_lines_after "$before" "${cg##*/}" > "$1/dmesg.log"
-    # the same lines with dmesg -T stamps: kept for the kernel-log reader, not scanned with the job (it
-    # would be the same kernel block twice): the same number of last lines, -T and uptime lines being
-    # one to one (other cgroups' blocks included)
-    n=$(dmesg | awk -v a="$before" 'on || substr($0, 2) + 0 > a { on = 1; c++ } END { print c + 0 }')
+    kernel_lines_after "$4" "${3##*/}" > "$1/dmesg.log"
+    n=$(dmesg | awk -v a="$4" 'on || substr($0, 2) + 0 > a { on = 1; c++ } END { print c + 0 }')
     [ "$n" -gt 0 ] && dmesg -T | tail -n "$n" > "$2/dmesg-T.log"
-    [ -s "$1/dmesg.log" ] || echo "no kernel line of this run's cgroup (${cg##*/}) in dmesg" > "$1/dmesg.unavailable"
+    [ -s "$1/dmesg.log" ] || echo "no kernel line of this run's cgroup (${3##*/}) in dmesg" > "$1/dmesg.unavailable"
   else
     echo "dmesg is not readable here: no kernel lines" > "$1/dmesg.unavailable"
   fi
+}
+
+no_memcg="cannot: no writable cgroup memory controller (v1 /sys/fs/cgroup/memory or v2 +memory)"
+
+scenario_cgroup_oom_kill() {
+  cg=$(make_memcg) || { echo "$no_memcg"; return 77; }
+  before=$(kernel_stamp)
+  export REALJOBS_CGROUP="$cg"; torchrun_job "$1" cgroup_oom_kill
+  sleep 1
+  keep_kernel_lines "$1" "$2" "$cg" "$before"
+  rmdir "$cg" 2>/dev/null || true
+}
+
+# A person at a shell, not a launcher: an interactive zsh (on a terminal that `script` records) runs
+# train.py as one process, which moves itself into the 256 MiB cgroup and is OOM-killed there. zsh's own
+# report of the kill ("zsh: killed     <command>") and the kernel's lines are the windows.
+scenario_zsh_oom_kill() {
+  command -v zsh > /dev/null || { echo "cannot: zsh is missing (Debian: apt-get install zsh)"; return 77; }
+  command -v script > /dev/null || { echo "cannot: script is missing (util-linux)"; return 77; }
+  cg=$(make_memcg) || { echo "$no_memcg"; return 77; }
+  before=$(kernel_stamp)
+  # "; :" keeps zsh from exec-ing the command (it then waits for the job and reports how it ended)
+  REALJOBS_CGROUP=$cg REALJOBS_FAIL_RANK=0 RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=$(free_port) timeout 120 script -q -e -c "zsh -f -i -c '$PY $here/train.py cgroup_oom_kill; :'" \
+    "$1/terminal.log" > /dev/null 2>&1
+  echo "script exit $?" > "$1/exit-status"
+  sleep 1
+  keep_kernel_lines "$1" "$2" "$cg" "$before"
   rmdir "$cg" 2>/dev/null || true
 }
 
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
-checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full"
+checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill"
