@@ -146,6 +146,7 @@ scenario_cgroup_oom_kill() {
 scenario_zsh_oom_kill() {
   command -v zsh > /dev/null || { echo "cannot: zsh is missing (Debian: apt-get install zsh)"; return 77; }
   command -v script > /dev/null || { echo "cannot: script is missing (util-linux)"; return 77; }
+  script -q -e -c true /dev/null > /dev/null 2>&1 || { echo "cannot: script cannot open a terminal here (no pty)"; return 77; }
   cg=$(make_memcg) || { echo "$no_memcg"; return 77; }
   before=$(kernel_stamp)
   # "; :" keeps zsh from exec-ing the command (it then waits for the job and reports how it ended)
