@@ -7,33 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "probe.h"
 
 #define MAXL 4096
-
-static long hits;
-static int on_match(unsigned id, unsigned long long from, unsigned long long to, unsigned flags, void *ctx)
-{
-    (void)id, (void)from, (void)to, (void)flags, (void)ctx;
-    hits++;
-    return 0;
-}
-
-static int read_lines(const char *path, char **out, int cap)
-{
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int n = 0;
-    while (f && n < cap && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        out[n++] = strdup(line);
-    }
-    if (f)
-        fclose(f);
-    return n;
-}
 
 int main(int argc, char **argv)
 {
@@ -42,7 +19,7 @@ int main(int argc, char **argv)
     static char *all[MAXL], *drop[MAXL], *lits[MAXL];
     static unsigned ids[MAXL], flags[MAXL];
     static size_t lens[MAXL];
-    int na = read_lines(argv[1], all, MAXL), nd = argc > 3 ? read_lines(argv[3], drop, MAXL) : 0, n = 0;
+    int na = probe_read_lines(argv[1], all, MAXL), nd = argc > 3 ? probe_read_lines(argv[3], drop, MAXL) : 0, n = 0;
     for (int i = 0; i < na; i++) {
         int skip = 0;
         for (int j = 0; j < nd && !skip; j++)
@@ -64,16 +41,14 @@ int main(int argc, char **argv)
         return 1;
     double best = 1e9;
     for (int r = 0; r < 5; r++) {
-        struct timespec a, b;
-        hits = 0;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        probe_hits = 0;
+        double t = probe_now();
         for (long off = 0; off < size; off += 1 << 20)
-            hs_scan(db, buf + off, (unsigned)(size - off < (1 << 20) ? size - off : (1 << 20)), 0, scratch, on_match, NULL);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+            hs_scan(db, buf + off, (unsigned)(size - off < (1 << 20) ? size - off : (1 << 20)), 0, scratch, probe_count, NULL);
+        t = probe_now() - t;
         if (t < best)
             best = t;
     }
-    printf("%d literals: %.3f s, %ld matches\n", n, best, hits);
+    printf("%d literals: %.3f s, %ld matches\n", n, best, probe_hits);
     return 0;
 }

@@ -11,33 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "probe.h"
 
 #define MAXL 4096
-
-static long hits;
-static int on_match(unsigned id, unsigned long long from, unsigned long long to, unsigned flags, void *ctx)
-{
-    (void)id, (void)from, (void)to, (void)flags, (void)ctx;
-    hits++;
-    return 0;
-}
-
-static int read_lines(const char *path, char **out, int cap)
-{
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int n = 0;
-    while (f && n < cap && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        out[n++] = strdup(line);
-    }
-    if (f)
-        fclose(f);
-    return n;
-}
 
 /* lit as a Vectorscan regex: reversed when `rev`, each byte that is not a name byte escaped, and with
  * `bound` a class on each side that no name byte matches (the '-' goes after the name, in reading order) */
@@ -67,7 +44,7 @@ int main(int argc, char **argv)
         return fprintf(stderr, "usage: singlematch LITS FILE MODE BLOCK\n"), 2;
     static char *lits[MAXL], *pats[MAXL];
     static unsigned ids[MAXL], flags[MAXL];
-    int n = read_lines(argv[1], lits, MAXL), mode = atoi(argv[3]);
+    int n = probe_read_lines(argv[1], lits, MAXL), mode = atoi(argv[3]);
     long blk = atol(argv[4]);
     for (int i = 0; i < n; i++) {
         ids[i] = (unsigned)i;
@@ -87,9 +64,8 @@ int main(int argc, char **argv)
         return 1;
     double best = 1e9;
     for (int r = 0; r < 5; r++) {
-        struct timespec a, b;
-        hits = 0;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        probe_hits = 0;
+        double t = probe_now();
         for (long off = 0; off < size; off += blk) {
             long len = size - off < blk ? size - off : blk;
             char *s = buf + off;
@@ -98,13 +74,12 @@ int main(int argc, char **argv)
                     rb[k] = s[len - 1 - k];
                 s = rb;
             }
-            hs_scan(db, s, (unsigned)len, 0, scratch, on_match, NULL);
+            hs_scan(db, s, (unsigned)len, 0, scratch, probe_count, NULL);
         }
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+        t = probe_now() - t;
         if (t < best)
             best = t;
     }
-    printf("mode %d, %ld-byte blocks: %.3f s, %ld matches\n", mode, blk, best, hits);
+    printf("mode %d, %ld-byte blocks: %.3f s, %ld matches\n", mode, blk, best, probe_hits);
     return 0;
 }
