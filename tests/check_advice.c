@@ -545,6 +545,43 @@ START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
 }
 END_TEST
 
+/* Ray before 2.0 refused the task (RayOutOfMemoryError) with the node's figures in its message: the
+ * memory was really in use, so the step about per-process limits goes last with that reason; a
+ * host_memory_error without such figures (PyTorch's DefaultCPUAllocator) keeps it first. */
+START_TEST(test_advice_ray_node_figures_refute_process_limits)
+{
+    /* ray-project/ray#15226 */
+    static const char ray[] = "(pid=737) ray._private.memory_monitor.RayOutOfMemoryError: More than 95% of the memory "
+                              "on node ip-172-31-7-2 is used (7.12 / 7.49 GB). The top 10 memory consumers are:\n";
+    run_out r = scan_text(embedded(), ray, strlen(ray), 0, 0);
+    ck_assert_uint_eq(r.st->n, 1);
+    ck_assert_int_eq(r.st->f[0].cls, CLS_HOST_MEMORY_ERROR);
+    advice *a = advice_resolve(r.db, &r.st->f[0], FW_UNKNOWN, NULL, "");
+    char *d = cJSON_PrintUnformatted(a->diagnosis);
+    HAS(d, "ray_node_refused");
+    HAS(d, "above the 95% at which");
+    free(d);
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(a->remediation, "steps");
+    const cJSON *last = cJSON_GetArrayItem(steps, cJSON_GetArraySize(steps) - 1);
+    ck_assert_str_eq(jstr(last, "id"), "address_space_limits");
+    ck_assert_int_eq(check_consistent(r.db, a, "ray#15226"), 1);
+    advice_free(a);
+    scan_done(&r);
+    /* pytorch/pytorch: DefaultCPUAllocator names the request only (fixtures/realjobs/backward_host_oom) */
+    static const char cpu[] = "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't "
+                              "allocate memory: you tried to allocate 268435456 bytes. Error code 12 (Cannot allocate "
+                              "memory)\n";
+    r = scan_text(embedded(), cpu, strlen(cpu), 0, 0);
+    ck_assert_uint_eq(r.st->n, 1);
+    a = advice_resolve(r.db, &r.st->f[0], FW_UNKNOWN, NULL, "");
+    ck_assert_ptr_null(a->diagnosis);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"), 0);
+    ck_assert_str_eq(jstr(first, "id"), "address_space_limits");
+    advice_free(a);
+    scan_done(&r);
+}
+END_TEST
+
 /* Every fixture log of the corpus, held-out set and golden folder: each root finding's advice, under
  * its own framework and under TRL and slime, keeps to its diagnosis and shows no other framework's
  * keys. */
@@ -613,6 +650,7 @@ int main(void)
     tcase_add_test(tc, test_advice_settings_echoed_before_a_finding_whatever_the_buffers);
     tcase_add_test(tc, test_advice_older_pytorch_gets_no_expandable_segments);
     tcase_add_test(tc, test_advice_no_loader_workers_rules_out_fewer_workers);
+    tcase_add_test(tc, test_advice_ray_node_figures_refute_process_limits);
     tcase_add_test(tc, test_advice_printed_torch_version_decides_allocator_setting);
     tcase_add_test(tc, test_advice_versions_from_banners);
     tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);

@@ -263,6 +263,10 @@ static void host_oom(const pdb *db, const finding *f, cJSON *arr)
         if (num(m, "threshold_fraction", &thr)) {
             var(&v, "threshold", "%.0f%%", 100.0 * thr);
             conclude(db, arr, worker ? "ray_node_worker" : "ray_node", &v);
+        } else if (f->cls == CLS_HOST_MEMORY_ERROR && num(m, "threshold_percent", &thr)) {
+            /* Ray before 2.0 refused the task instead of killing a worker: the memory was in use */
+            var(&v, "threshold", "%.0f%%", thr);
+            conclude(db, arr, "ray_node_refused", &v);
         } else
             conclude(db, arr, worker ? "node_used_worker" : "node_used", &v);
     } else if (num(m, "rss_bytes", &rss) && num(m, "limit_bytes", &lim) && lim > 0) {
@@ -327,8 +331,9 @@ cJSON *diagnosis_json(const pdb *db, const finding *f, const config_view *cfg, c
         cuda_oom(db, f, cfg, job ? job : "", arr);
     else if (f->cls == CLS_KV_CACHE_OOM)
         kv_cache(db, f, arr);
-    else if (f->cls == CLS_HOST_OOM_KILL)
-        host_oom(db, f, arr);
+    else if (f->cls == CLS_HOST_OOM_KILL ||
+             (f->cls == CLS_HOST_MEMORY_ERROR && cJSON_GetObjectItemCaseSensitive(f->memory, "used_bytes")))
+        host_oom(db, f, arr); /* a host_memory_error with the node's figures: Ray's old memory monitor */
     ruled_out(db, f, cfg, job ? job : "", arr);
     if (cJSON_GetArraySize(arr) == 0) {
         cJSON_Delete(arr);
