@@ -246,6 +246,8 @@ static void kv_cache(const pdb *db, const finding *f, cJSON *arr)
         conclude(db, arr, "kv_generating", &v);
 }
 
+/* A host-memory failure's figures: the node's use against its total (Ray's monitors, whichever class
+ * they gave), else the killed process's resident memory against its limit. */
 static void host_oom(const pdb *db, const finding *f, cJSON *arr)
 {
     double rss = 0, lim = 0, used = 0, tot = 0, thr = 0;
@@ -263,7 +265,7 @@ static void host_oom(const pdb *db, const finding *f, cJSON *arr)
         if (num(m, "threshold_fraction", &thr)) {
             var(&v, "threshold", "%.0f%%", 100.0 * thr);
             conclude(db, arr, worker ? "ray_node_worker" : "ray_node", &v);
-        } else if (f->cls == CLS_HOST_MEMORY_ERROR && num(m, "threshold_percent", &thr)) {
+        } else if (num(m, "threshold_percent", &thr)) {
             /* Ray before 2.0 refused the task instead of killing a worker: the memory was in use */
             var(&v, "threshold", "%.0f%%", thr);
             conclude(db, arr, "ray_node_refused", &v);
@@ -331,9 +333,8 @@ cJSON *diagnosis_json(const pdb *db, const finding *f, const config_view *cfg, c
         cuda_oom(db, f, cfg, job ? job : "", arr);
     else if (f->cls == CLS_KV_CACHE_OOM)
         kv_cache(db, f, arr);
-    else if (f->cls == CLS_HOST_OOM_KILL ||
-             (f->cls == CLS_HOST_MEMORY_ERROR && cJSON_GetObjectItemCaseSensitive(f->memory, "used_bytes")))
-        host_oom(db, f, arr); /* a host_memory_error with the node's figures: Ray's old memory monitor */
+    else if (f->cls == CLS_HOST_OOM_KILL || (f->cls == CLS_HOST_MEMORY_ERROR && num(f->memory, "used_bytes", &(double){0})))
+        host_oom(db, f, arr); /* a host_memory_error states the node's figures only from Ray's old monitor */
     ruled_out(db, f, cfg, job ? job : "", arr);
     if (cJSON_GetArraySize(arr) == 0) {
         cJSON_Delete(arr);
