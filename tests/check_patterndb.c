@@ -378,6 +378,26 @@ static size_t digest_hit(void *ud, size_t lit, size_t pos)
     return pos + 1;
 }
 
+/* The full set's hits that the lean (names 0) or the names (1) prefilter must give: a digest_hit over
+ * only those literals. */
+typedef struct {
+    pf_digest d;
+    const pdb *db;
+    int names;
+} pf_part;
+
+static size_t part_hit(void *ud, size_t lit, size_t pos)
+{
+    pf_part *p = ud;
+    const pdb_literal *l = &p->db->literals[lit];
+    int config = 0, other = 0;
+    for (size_t k = 0; k < l->n_targets; k++)
+        l->targets[k].kind == LIT_CONFIG ? config++ : other++;
+    if (p->names ? config > 0 : other > 0)
+        digest_hit(&p->d, lit, pos);
+    return pos + 1;
+}
+
 /* The build-time serialized prefilter is the one the embedded database loads, and it finds what a
  * prefilter compiled here from the same literals finds; a user's extra pattern changes the set, and
  * then the set is compiled (same hits as ever, just the old start-up). */
@@ -390,6 +410,8 @@ START_TEST(test_patterndb_embedded_prefilter_is_loaded_and_agrees)
 #ifdef OOMSCAN_HAVE_VECTORSCAN
     ck_assert_uint_gt(embedded_prefilter_len, 0);
     ck_assert_msg(prefilter_from_blob(db->pf), "the embedded serialized prefilter was not used");
+    ck_assert_msg(prefilter_from_blob(pdb_prefilter_lean(db)) && prefilter_from_blob(pdb_prefilter_names(db)),
+                  "the embedded lean and names prefilters were not used");
 #else
     ck_assert_uint_eq(embedded_prefilter_len, 0);
 #endif
@@ -416,6 +438,18 @@ START_TEST(test_patterndb_embedded_prefilter_is_loaded_and_agrees)
     ck_assert_uint_ge(a.n, db->n_literals);
     ck_assert_uint_eq(a.n, b.n);
     ck_assert_uint_eq(a.sum, b.sum);
+    /* the lean prefilter finds every literal but those that only name a setting, the names one every
+     * literal that names one, each by its index in the whole set */
+    ck_assert_uint_gt(db->n_config_lits, 0);
+    for (int names = 0; names < 2; names++) {
+        pf_part want = {{0}, db, names};
+        pf_digest got = {0};
+        prefilter_scan(db->pf, (const unsigned char *)buf, 0, used, used, part_hit, &want);
+        prefilter_scan(names ? pdb_prefilter_names(db) : pdb_prefilter_lean(db), (const unsigned char *)buf, 0, used, used, digest_hit, &got);
+        ck_assert_uint_gt(got.n, 0);
+        ck_assert_uint_eq(got.n, want.d.n);
+        ck_assert_uint_eq(got.sum, want.d.sum);
+    }
     prefilter_free(compiled);
     free(buf);
     free(texts);

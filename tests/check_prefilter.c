@@ -318,6 +318,34 @@ END_TEST
 
 /* ---- the serialized database (built at build time, loaded at start) ------------------------- */
 
+START_TEST(test_prefilter_subset_reports_the_whole_sets_indices)
+{
+    /* A subset of a larger set (pdb's lean and names prefilters) reports each hit by its index in
+     * the larger set, in that set's order at one position, on both engines; ids must increase. */
+    const char *all[] = {"out of memory", "micro_batch_size", "Killed", "ppo_micro_batch_size_per_gpu", "NCCL error"};
+    const char *sub[] = {all[1], all[3]};
+    const size_t ids[] = {1, 3}, bad[] = {3, 1};
+    const char *text = "Killed ppo_micro_batch_size_per_gpu=4 micro_batch_size: 2 out of memory";
+    size_t n = strlen(text);
+    prefilter_engine engines[] = {PREFILTER_AUTO, PREFILTER_PORTABLE};
+    for (int e = 0; e < 2; e++) {
+        prefilter *pf = prefilter_new_ids(sub, ids, 2, engines[e], NULL, 0);
+        ck_assert_ptr_nonnull(pf);
+        hits h = {0};
+        prefilter_scan(pf, (const unsigned char *)text, 0, n, n, collect, &h);
+        ck_assert_uint_eq(h.n, 3);
+        ck_assert_uint_eq(h.lit[0], 3); /* ppo_micro_batch_size_per_gpu at 7 */
+        ck_assert_uint_eq(h.pos[0], 7);
+        ck_assert_uint_eq(h.lit[1], 1); /* the micro_batch_size inside it, at 11 */
+        ck_assert_uint_eq(h.pos[1], 11);
+        ck_assert_uint_eq(h.lit[2], 1);
+        ck_assert_uint_eq(h.pos[2], (size_t)(strstr(text, " micro_batch_size:") + 1 - text));
+        prefilter_free(pf);
+    }
+    ck_assert_ptr_null(prefilter_new_ids(sub, bad, 2, PREFILTER_AUTO, NULL, 0));
+}
+END_TEST
+
 static const char *const SER_LITS[] = {"CUDA out of memory", "out of memory", "Killed", "NCCL error", "File \"",
                                        "Traceback (most recent call last)"};
 #define SER_N (sizeof SER_LITS / sizeof *SER_LITS)
@@ -454,6 +482,7 @@ int main(void)
     tcase_add_test(tc, test_prefilter_many_hits_in_a_large_buffer);
     tcase_add_test(tc, test_prefilter_engine_in_use);
     tcase_add_test(tc, test_prefilter_serialized_gives_same_hits);
+    tcase_add_test(tc, test_prefilter_subset_reports_the_whole_sets_indices);
     tcase_add_test(tc, test_prefilter_bad_blob_falls_back_to_compiling);
     suite_add_tcase(s, tc);
     return check_run(s);

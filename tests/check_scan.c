@@ -533,6 +533,80 @@ START_TEST(test_scan_helper_reads_settings_ahead_as_one_thread)
 }
 END_TEST
 
+/* Appends filler lines (no literal of the database) to text until it holds `upto` bytes. */
+static size_t fill_to(char *text, size_t len, size_t upto)
+{
+    for (unsigned k = 0; len < upto; k++)
+        len += (size_t)sprintf(text + len, "step %u | elapsed 0.51 | tokens 1234\n", k);
+    return len;
+}
+
+static size_t put_line(char *text, size_t len, const char *line)
+{
+    len += (size_t)sprintf(text + len, "%s\n", line);
+    return len;
+}
+
+static const char *setting_value(story *st, const char *key)
+{
+    const config_entry *e = config_lookup(*story_job_settings(st, ""), key, "");
+    return e ? e->value : "(none)";
+}
+
+START_TEST(test_scan_settings_read_in_head_and_around_failures)
+{
+    /* scan.h: settings are read in the source's head, in the MiB before a failure and in the 4 MiB
+     * after it; a setting printed elsewhere is not read. The same entries, values, lines and order
+     * whatever the read sizes and with the helper thread. */
+    const size_t mib = 1u << 20, fail_at = SCAN_SETTINGS_HEAD + 6 * mib;
+    size_t cap = fail_at + SCAN_SETTINGS_AFTER + 4 * mib, n = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    n = put_line(text, n, "  gradient_accumulation_steps: 1");
+    n = put_line(text, n, "python train.py --micro_batch_size 2 --gpu_memory_utilization 0.5");
+    n = fill_to(text, n, SCAN_SETTINGS_HEAD + mib);
+    n = put_line(text, n, "  gradient_accumulation_steps: 7"); /* far from both: not read */
+    n = fill_to(text, n, fail_at - SCAN_SETTINGS_BEFORE / 2);
+    n = put_line(text, n, "(TaskRunner pid=1) actor_rollout_ref.rollout.gpu_memory_utilization=0.85");
+    n = fill_to(text, n, fail_at);
+    n = put_line(text, n, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 3 has a total "
+                          "capacity of 79.11 GiB of which 1.02 GiB is free.");
+    n = fill_to(text, n, fail_at + mib);
+    n = put_line(text, n, "iter 5 | actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3 | lr=3e-4");
+    n = fill_to(text, n, fail_at + SCAN_SETTINGS_AFTER + mib);
+    n = put_line(text, n, "  micro_batch_size ........ 9"); /* past the failure's window: not read */
+    n = fill_to(text, n, n + 4096);
+    ck_assert_uint_le(n, cap);
+
+    run_out a = scan_text(embedded_db(), text, n, 0, 0);
+    ck_assert_ptr_nonnull(find_class(a.st, CLS_CUDA_OOM));
+    ck_assert_str_eq(setting_value(a.st, "gradient_accumulation_steps"), "1");
+    ck_assert_str_eq(setting_value(a.st, "micro_batch_size"), "2");
+    ck_assert_str_eq(setting_value(a.st, "actor_rollout_ref.rollout.gpu_memory_utilization"), "0.85");
+    ck_assert_str_eq(setting_value(a.st, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"), "3");
+    char *sa = settings_dump(a.st, 0);
+    /* the window's reads carry their own line numbers */
+    ck_assert_ptr_nonnull(strstr(sa, "actor_rollout_ref.rollout.gpu_memory_utilization=0.85@"));
+    const config_entry *e = config_lookup(*story_job_settings(a.st, ""),
+                                          "actor_rollout_ref.rollout.gpu_memory_utilization", "");
+    size_t line = 1;
+    for (const char *c = text; c < strstr(text, "(TaskRunner pid=1) actor_rollout_ref"); c++)
+        line += *c == '\n';
+    ck_assert_uint_eq(e->line, line);
+    size_t steps[] = {65537, 4093};
+    for (size_t i = 0; i < 3; i++) {
+        run_out b = i < 2 ? scan_text(embedded_db(), text, n, steps[i], 0) : scan_text(embedded_db(), text, n, 0, 1);
+        char *sb = settings_dump(b.st, 0);
+        ck_assert_str_eq(sa, sb);
+        free(sb);
+        done(&b);
+    }
+    free(sa);
+    done(&a);
+    free(text);
+}
+END_TEST
+
 /* One scan with and one without the helper thread: the same findings, lines, times. */
 static void assert_helper_changes_nothing(const char *text, size_t n)
 {
@@ -958,6 +1032,7 @@ int main(void)
     tcase_add_test(tc, test_scan_counts_a_framework_vote_once_per_line);
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_helper_reads_settings_ahead_as_one_thread);
+    tcase_add_test(tc, test_scan_settings_read_in_head_and_around_failures);
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);

@@ -29,6 +29,28 @@ has "$t/stdin.json" path '"<stdin>"' && ok || bad "stdin: not named <stdin>"
 cat "$sample" | "$oomscan" --format json > "$t/pipe.json"
 [ "$(nfind "$t/pipe.json")" = "$n" ] && ok || bad "bare pipe: findings differ"
 
+# Settings past a log's first 4 MiB are read around its failures (src/match/scan.h): the value echoed
+# 600 KiB before the OOM, 8 MiB in (more than one read's worth), is the one the advice halves, whether
+# the bytes before the failure are read again from the file (pread) or kept from a pipe or a decoder
+# (the ring): the same output.
+{
+  echo "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"
+  awk 'BEGIN { for (i = 0; i < 200000; i++) printf "step %d | elapsed 0.51 | tokens 1234\n", i }'
+  echo "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"
+  awk 'BEGIN { for (i = 0; i < 17000; i++) printf "step %d | elapsed 0.51 | tokens 1234\n", i }'
+  echo 'Traceback (most recent call last):'
+  echo '  File "/opt/verl/verl/workers/actor/dp_actor.py", line 410, in update_policy'
+  echo '    loss.backward()'
+  echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 3 has a total capacity of 79.11 GiB of which 1.02 GiB is free.'
+} > "$t/late.log"
+gzip -c "$t/late.log" > "$t/late.log.gz"
+"$oomscan" "$t/late.log" > "$t/late.txt"
+grep -q 'ppo_micro_batch_size_per_gpu=2  (4 -> 2)' "$t/late.txt" && ok || bad "late setting: the window before the failure not read"
+"$oomscan" - < "$t/late.log" | sed "s#<stdin>#$t/late.log#" > "$t/late-pipe.txt"
+cmp -s "$t/late.txt" "$t/late-pipe.txt" && ok || bad "late setting: a pipe reads other settings than the file"
+"$oomscan" "$t/late.log.gz" | sed "s#late.log.gz#late.log#" > "$t/late-gz.txt"
+cmp -s "$t/late.txt" "$t/late-gz.txt" && ok || bad "late setting: a gzip file reads other settings than the plain one"
+
 # every container, sniffed from its bytes: names deliberately lie
 cp "$sample" "$t/a.log"
 gzip -c "$t/a.log" > "$t/gz.txt"

@@ -18,9 +18,10 @@ typedef struct {
 extern const embedded_file embedded_files[];
 extern const size_t embedded_count;
 
-/* The default database's literal prefilter, compiled and serialized at build time by
- * src/tools/serialize.c (prefilter_serialize); empty (length 0) in a build without Vectorscan or a
- * cross build. pdb_compile hands it to prefilter_new_serialized, which checks it fits. */
+/* The default database's literal prefilters (the whole set, the lean set and the settings' names),
+ * compiled and serialized at build time by src/tools/serialize.c (pdb_prefilter_serialize); empty
+ * (length 0) in a build without Vectorscan or a cross build. pdb_compile hands each part to the
+ * prefilter, which checks it fits. */
 extern const unsigned char embedded_prefilter[];
 extern const size_t embedded_prefilter_len;
 

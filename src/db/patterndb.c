@@ -93,7 +93,9 @@ static void free_literals(pdb *db)
     db->config_lits = NULL;
     db->n_config_lits = 0;
     prefilter_free(db->pf);
-    db->pf = NULL;
+    prefilter_free(db->pf_lean);
+    prefilter_free(db->pf_names);
+    db->pf = db->pf_lean = db->pf_names = NULL;
 }
 
 void pdb_free(pdb *db)
@@ -1391,6 +1393,8 @@ const char PDB_FRAME_LITERAL[] = "File \"";
  * with index 1. c10's C++ stacks share the words; phase_stack_header tells them apart. */
 const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";
 
+static oomscan_status build_prefilters(pdb *db, oomscan_diag *diag);
+
 oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
 {
     if (db->compiled)
@@ -1473,18 +1477,171 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
                 return st;
     } else if ((st = resolve_checklists(db, diag)) || (st = add_config_literals(db, diag)))
         return st;
-    const char **texts = malloc(db->n_literals * sizeof *texts);
+    if ((st = build_prefilters(db, diag)))
+        return st;
+    db->compiled = 1;
+    return OOMSCAN_OK;
+}
+
+/* ---- the prefilters --------------------------------------------------------------------- */
+
+/* The embedded blob holds the three prefilters' serialized forms, each after its length (8 bytes,
+ * little-endian), in the order of pf, pf_lean, pf_names; a missing or short one is compiled. */
+#define PF_BLOBS 3
+
+static int blob_part(const unsigned char *b, size_t len, int which, const unsigned char **part, size_t *part_len)
+{
+    size_t at = 0;
+    for (int i = 0; i <= which; i++) {
+        if (len - at < 8)
+            return 0;
+        uint64_t n = 0;
+        for (int k = 7; k >= 0; k--)
+            n = (n << 8) | b[at + (size_t)k];
+        at += 8;
+        if (n > len - at)
+            return 0;
+        *part = b + at;
+        *part_len = (size_t)n;
+        at += (size_t)n;
+    }
+    return 1;
+}
+
+/* A literal whose every target is a setting's name: read only inside the settings windows (scan.h). */
+static int settings_only(const pdb_literal *l)
+{
+    for (size_t k = 0; k < l->n_targets; k++)
+        if (l->targets[k].kind != LIT_CONFIG)
+            return 0;
+    return l->n_targets > 0;
+}
+
+static int names_a_setting(const pdb_literal *l)
+{
+    for (size_t k = 0; k < l->n_targets; k++)
+        if (l->targets[k].kind == LIT_CONFIG)
+            return 1;
+    return 0;
+}
+
+/* With settings named: pf_lean without the settings-only literals and pf_names over the literals
+ * that name one, both reporting the full set's indices (from the embedded blob when it fits). Left
+ * NULL when out of memory: the scanner then reads settings everywhere, with pf. */
+static void build_settings_prefilters(pdb *db)
+{
+    size_t n = db->n_literals ? db->n_literals : 1, n_lean = 0, n_names = 0;
+    const char **lean = malloc(2 * n * sizeof *lean), **names = lean ? lean + n : NULL;
+    size_t *lean_ids = malloc(2 * n * sizeof *lean_ids), *name_ids = lean_ids ? lean_ids + n : NULL;
+    if (!lean || !lean_ids) {
+        free(lean);
+        free(lean_ids);
+        return;
+    }
+    for (size_t i = 0; i < db->n_literals; i++) {
+        const pdb_literal *l = &db->literals[i];
+        if (!settings_only(l)) {
+            lean[n_lean] = l->text;
+            lean_ids[n_lean++] = i;
+        }
+        if (names_a_setting(l)) {
+            names[n_names] = l->text;
+            name_ids[n_names++] = i;
+        }
+    }
+    const unsigned char *part[PF_BLOBS] = {NULL, NULL, NULL};
+    size_t part_len[PF_BLOBS] = {0, 0, 0};
+    for (int k = 1; k < PF_BLOBS; k++)
+        if (!blob_part(embedded_prefilter, embedded_prefilter_len, k, &part[k], &part_len[k]))
+            part[k] = NULL, part_len[k] = 0;
+    db->pf_lean = prefilter_new_ids(lean, lean_ids, n_lean, PREFILTER_AUTO, part[1], part_len[1]);
+    db->pf_names = prefilter_new_ids(names, name_ids, n_names, PREFILTER_AUTO, part[2], part_len[2]);
+    if (!db->pf_lean || !db->pf_names) {
+        prefilter_free(db->pf_lean);
+        prefilter_free(db->pf_names);
+        db->pf_lean = db->pf_names = NULL;
+    }
+    free(lean);
+    free(lean_ids);
+}
+
+/* Built at their first use, not at every start: loading them was a fifth of an empty input's run. */
+static void settings_prefilters(const pdb *cdb)
+{
+    if (atomic_load_explicit(&cdb->settings_pf_ready, memory_order_acquire))
+        return;
+    pdb *db = (pdb *)cdb; /* lazily built state of a read-only database, under its lock */
+    pthread_mutex_lock(&db->jit_mu);
+    if (!atomic_load_explicit(&db->settings_pf_ready, memory_order_relaxed)) {
+        if (db->n_config_lits > 0)
+            build_settings_prefilters(db);
+        atomic_store_explicit(&db->settings_pf_ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&db->jit_mu);
+}
+
+const prefilter *pdb_prefilter_lean(const pdb *db)
+{
+    settings_prefilters(db);
+    return db->pf_lean;
+}
+
+const prefilter *pdb_prefilter_names(const pdb *db)
+{
+    settings_prefilters(db);
+    return db->pf_names;
+}
+
+/* pf over every literal (from the embedded blob's first part when it fits). */
+static oomscan_status build_prefilters(pdb *db, oomscan_diag *diag)
+{
+    const char **texts = malloc((db->n_literals ? db->n_literals : 1) * sizeof *texts);
     if (!texts)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     for (size_t i = 0; i < db->n_literals; i++)
         texts[i] = db->literals[i].text;
-    /* the embedded database's set was compiled at build time; any other set is compiled here */
-    db->pf = prefilter_new_serialized(texts, db->n_literals, embedded_prefilter, embedded_prefilter_len);
+    /* the embedded database's sets were compiled at build time; any other set is compiled here */
+    const unsigned char *part = NULL;
+    size_t part_len = 0;
+    if (!blob_part(embedded_prefilter, embedded_prefilter_len, 0, &part, &part_len))
+        part = NULL, part_len = 0;
+    db->pf = prefilter_new_serialized(texts, db->n_literals, part, part_len);
     free(texts);
+    atomic_store(&db->settings_pf_ready, 0); /* pf_lean and pf_names: at their first use */
     if (!db->pf)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory building the prefilter");
-    db->compiled = 1;
     return OOMSCAN_OK;
+}
+
+int pdb_prefilter_serialize(const pdb *db, unsigned char **out, size_t *len)
+{
+    const prefilter *pfs[PF_BLOBS] = {db->pf, pdb_prefilter_lean(db), pdb_prefilter_names(db)};
+    unsigned char *blob[PF_BLOBS] = {NULL, NULL, NULL};
+    size_t n[PF_BLOBS] = {0, 0, 0}, total = 0;
+    int rc = 0;
+    for (int k = 0; k < PF_BLOBS; k++) {
+        if (pfs[k] && prefilter_serialize(pfs[k], &blob[k], &n[k]) != 0)
+            rc = -1; /* the portable engine: nothing to serialize */
+        total += 8 + n[k];
+    }
+    *out = NULL;
+    *len = 0;
+    if (rc == 0 && (*out = malloc(total))) {
+        size_t at = 0;
+        for (int k = 0; k < PF_BLOBS; k++) {
+            for (int b = 0; b < 8; b++)
+                (*out)[at + (size_t)b] = (unsigned char)((uint64_t)n[k] >> (8 * b));
+            at += 8;
+            if (n[k])
+                memcpy(*out + at, blob[k], n[k]);
+            at += n[k];
+        }
+        *len = total;
+    } else
+        rc = -1;
+    for (int k = 0; k < PF_BLOBS; k++)
+        free(blob[k]);
+    return rc;
 }
 
 /* ---- lookups ------------------------------------------------------------------------------ */

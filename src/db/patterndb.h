@@ -189,6 +189,11 @@ typedef struct pdb {
     char **config_lits; /* settings the checklists name, as config_literal() spells them (src/config.h) */
     size_t n_config_lits;
     prefilter *pf;
+    /* With settings named (n_config_lits > 0): pf without the literals that only name a setting, for
+     * the scan past a source's head, and the literals that name one, for the settings windows
+     * (match/scan.h); both report pf's indices. Built at first use: pdb_prefilter_lean/_names. */
+    prefilter *pf_lean, *pf_names;
+    atomic_int settings_pf_ready;
     uint32_t max_captures;
     int regex_from_blob; /* pdb_compile took the regexes compiled at build time (embedded_regex) */
     /* 1 while the embedded advice files (checklists, steps, conclusions) wait for their first use:
@@ -231,6 +236,15 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
  * fields calls it first. */
 void pdb_load_advice(const pdb *db);
 const cJSON *pdb_conclusions(const pdb *db);
+
+/* pf_lean and pf_names of a compiled `db`, built at the first call (thread-safe); NULL when it names
+ * no setting, or out of memory (then settings are read with pf, everywhere). */
+const prefilter *pdb_prefilter_lean(const pdb *db);
+const prefilter *pdb_prefilter_names(const pdb *db);
+
+/* The three prefilters of a compiled `db` serialized into `*out` (malloc'd), for the build-time tool
+ * (embedded_prefilter); -1 when one runs the portable engine or out of memory. */
+int pdb_prefilter_serialize(const pdb *db, unsigned char **out, size_t *len);
 
 /* The settings literals of a compiled `db` (config_lits), each NUL-terminated, into `*out`
  * (malloc'd), for the build-time tool (embedded_config); 0, or -1 when out of memory. */

@@ -51,6 +51,7 @@ struct input_stream {
     size_t hlen, hpos; /* sniffed bytes not yet handed to the reader */
     int eof;
     int failed;        /* may be set while sniffing; reported once the head is drained */
+    int pread_fd;      /* a regular file read as plain text: its bytes can be read again (input_pread) */
     char err[OOMSCAN_DIAG_MSG];
     unsigned char head[SNIFF_LEN];
 };
@@ -104,6 +105,7 @@ static void stream_init(input_stream *s, pull_fn pull, void *ud)
     s->hlen = s->hpos = 0;
     s->eof = s->failed = 0;
     s->err[0] = '\0';
+    s->pread_fd = -1;
 }
 
 static ssize_t stream_pull(input_stream *s, void *buf, size_t cap)
@@ -206,6 +208,24 @@ const char *input_stream_error(const input_stream *s)
 const char *input_stream_note(const input_stream *s)
 {
     return s ? s->note : NULL;
+}
+
+int input_can_pread(const input_stream *s) { return s && s->pread_fd >= 0; }
+
+ssize_t input_pread(input_stream *s, void *buf, size_t n, uint64_t off)
+{
+    if (!s || s->pread_fd < 0)
+        return -1;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(s->pread_fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1; /* an error, or the file shrank since it was read */
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
 }
 
 /* ---- sniffing --------------------------------------------------------------------------------- */
@@ -498,6 +518,12 @@ end:
     return st;
 }
 
+typedef struct fd_src { /* a file descriptor read at the top (open_fd) */
+    int fd;
+    input_ctx *c;
+} fd_src;
+static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap);
+
 /* Identify what `s` holds and deliver its sources. `outer` is the enclosing archive's container
  * (NULL at the top), `comp` the compressions already peeled at this level ("gzip", "gzip+xz"). */
 static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, const char *member,
@@ -523,6 +549,8 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
     }
     switch (k) {
     case K_TEXT:
+        if (s->pull == fd_pull && c->regular) /* the file itself, not a decoded layer: offsets are the file's */
+            s->pread_fd = ((const fd_src *)s->ud)->fd;
         return deliver(c, s, outer, member, *comp ? comp : "text");
     case K_GZIP:
     case K_ZSTD:
@@ -536,10 +564,6 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
 
 /* ---- entry points ----------------------------------------------------------------------------- */
 
-typedef struct {
-    int fd;
-    input_ctx *c;
-} fd_src;
 
 static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
 {

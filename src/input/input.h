@@ -63,6 +63,13 @@ const char *input_stream_error(const input_stream *s);
  * depth limit is scanned as raw bytes), or NULL. Borrowed, valid until the stream is closed. */
 const char *input_stream_note(const input_stream *s);
 
+/* Whether the source's bytes can be read again by offset: a regular file read as plain text (not a
+ * pipe, not a decoded or archived source). input_pread then reads n bytes from stream offset `off`
+ * (the file's own) into buf and returns n; -1 on an error or when fewer bytes are there (the file
+ * shrank), and always for a source that input_can_pread refuses. */
+int input_can_pread(const input_stream *s);
+ssize_t input_pread(input_stream *s, void *buf, size_t n, uint64_t off);
+
 /* Open `path` ("-" = standard input) and call `fn` for each source in it, in archive order.
  * Errors that stop the whole input (cannot open, corrupt archive header, unsupported format) are
  * returned with `diag` filled: `where` is the path, `msg` the reason. An error inside one member is

@@ -41,6 +41,12 @@ struct classifier {
      * prints (the sink's lookup by job was a sixth of a settings line's cost). Valid for the source:
      * the sink's stores live until the story merges them, after the scan. */
     struct config_store *store;
+    /* Settings named at or past this stream offset are not read here: the scanner reads them in its
+     * windows (classify_window_setting). UINT64_MAX: everywhere. */
+    uint64_t settings_until;
+    /* failures added since classify_failures_take: how many, the first's and last's line offsets */
+    size_t n_fail;
+    uint64_t fail_first, fail_last;
 };
 
 /* What one line is, once stripped: the message, what its prefixes said, its stream key. */
@@ -87,7 +93,20 @@ void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, co
     c->sink = *sink;
     c->n_bursts = 0;
     c->store = NULL;
+    c->settings_until = UINT64_MAX;
+    c->n_fail = 0;
     config_tracker_reset(c->cfg);
+}
+
+void classify_settings_until(classifier *c, uint64_t off) { c->settings_until = off; }
+
+size_t classify_failures_take(classifier *c, uint64_t *first, uint64_t *last)
+{
+    size_t n = c->n_fail;
+    *first = c->fail_first;
+    *last = c->fail_last;
+    c->n_fail = 0;
+    return n;
 }
 
 void classify_pass(classifier *c, const scan_view *v, size_t end)
@@ -130,6 +149,8 @@ static config_store **job_store(classifier *c)
 static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
                                       uint64_t line)
 {
+    if (v->base + start >= c->settings_until)
+        return OOMSCAN_OK; /* the scanner's window reads it, or nothing does */
     config_store **st = job_store(c);
     return !st || config_capture(st, c->cfg, c->db->config_lits[cfg], (const char *)v->buf, v->base, start, end,
                           c->src->job_id, c->src->path, line) < 0
@@ -154,12 +175,30 @@ oomscan_status classify_setting(classifier *c, const scan_view *v, const char *n
     /* a printed setting is read where the prefilter found its name (its first occurrence in the line:
      * the scanner hands each literal over once per line, at its first hit): a log that echoes
      * settings stays on the fast path */
+    if (v->base + pos >= c->settings_until)
+        return OOMSCAN_OK; /* the scanner's window reads it, or nothing does */
     if (*ls == SIZE_MAX)
         *ls = lines_bol(v->buf, 0, pos);
     config_store **st = job_store(c);
     if (!st || config_capture_from(st, c->cfg, name, len, (const char *)v->buf, v->base, *ls, pos, le, occ,
                                    c->src->job_id, c->src->path, line) < 0)
         return OOMSCAN_ERR_NOMEM;
+    return OOMSCAN_OK;
+}
+
+oomscan_status classify_window_setting(classifier *c, config_tracker *tr, const scan_view *v, size_t lit, size_t pos,
+                                       uint64_t line, size_t ls, size_t le)
+{
+    const pdb_literal *l = &c->db->literals[lit];
+    for (size_t k = 0; k < l->n_targets; k++) {
+        if (l->targets[k].kind != LIT_CONFIG)
+            continue;
+        const char *name = c->db->config_lits[l->targets[k].index];
+        config_store **st = job_store(c);
+        if (!st || config_capture_from(st, tr, name, strlen(name), (const char *)v->buf, v->base, ls, pos, le, NULL,
+                                       c->src->job_id, c->src->path, line) < 0)
+            return OOMSCAN_ERR_NOMEM;
+    }
     return OOMSCAN_OK;
 }
 
@@ -649,6 +688,9 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         .merge_into = merge,
     };
     long fi = c->sink.add(c->sink.ud, &ev);
+    if (c->n_fail++ == 0)
+        c->fail_first = ev.offset;
+    c->fail_last = ev.offset;
     if (fi >= 0)
         burst_note(c, (int)p->cls, li->key, li->line, fi);
     return OOMSCAN_OK;

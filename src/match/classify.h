@@ -78,4 +78,19 @@ oomscan_status classify_line(classifier *c, const scan_view *v, size_t start, si
 /* The scan moves past v->buf[0..end): a settings dump being read keeps its enclosing keys. */
 void classify_pass(classifier *c, const scan_view *v, size_t end);
 
+/* Settings named at stream offset `off` or later are no longer read from the lines the scanner hands
+ * over (classify_cheap, classify_setting, classify_line), until the next source: the scanner reads them
+ * in its settings windows instead (scan.h). */
+void classify_settings_until(classifier *c, uint64_t off);
+
+/* The settings of literal `lit` (its targets that are settings) named at v->buf[pos], in the line
+ * v->buf[ls..le), numbered `line`, read through tracker `tr` into the source's job store: the
+ * scanner's settings windows. */
+oomscan_status classify_window_setting(classifier *c, config_tracker *tr, const scan_view *v, size_t lit, size_t pos,
+                                       uint64_t line, size_t ls, size_t le);
+
+/* How many failures were added since the last call (or the source's start), with the stream offsets
+ * of the first's and the last's lines in *first and *last (when there were any). */
+size_t classify_failures_take(classifier *c, uint64_t *first, uint64_t *last);
+
 #endif

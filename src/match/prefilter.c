@@ -26,6 +26,7 @@ struct prefilter {
     size_t maxlen; /* longest literal */
     char **lits;
     size_t *lens;
+    size_t *ids;   /* what a hit of literal i reports: ids[i] (prefilter_new_ids), NULL: i itself */
     uint8_t shift[TABLE_SIZE];
     int32_t head[TABLE_SIZE]; /* first literal whose window ends with this block, -1 = none */
     int32_t *next;            /* chain of literals sharing a block, in increasing index */
@@ -67,6 +68,7 @@ void prefilter_free(prefilter *pf)
         free(pf->lits[i]);
     free(pf->lits);
     free(pf->lens);
+    free(pf->ids);
     free(pf->next);
     free(pf);
 }
@@ -95,6 +97,11 @@ static uint64_t fingerprint(const prefilter *pf)
         for (int k = 0; k < 8; k++)
             w[k] = (unsigned char)((uint64_t)pf->lens[i] >> (8 * k));
         h = fnv1a(fnv1a(h, w, 8), pf->lits[i], pf->lens[i]);
+        if (pf->ids) { /* a subset's blob is not another subset's, nor the whole set's */
+            for (int k = 0; k < 8; k++)
+                w[k] = (unsigned char)((uint64_t)pf->ids[i] >> (8 * k));
+            h = fnv1a(h, w, 8);
+        }
     }
     return h;
 }
@@ -182,21 +189,31 @@ static void hs_build(prefilter *pf, const void *blob, size_t blob_len)
 }
 #endif
 
-static prefilter *build(const char *const *lits, size_t n, prefilter_engine engine, const void *blob, size_t blob_len);
+static prefilter *build(const char *const *lits, const size_t *ids, size_t n, prefilter_engine engine,
+                        const void *blob, size_t blob_len);
 
 prefilter *prefilter_new(const char *const *lits, size_t n)
 {
-    return build(lits, n, PREFILTER_AUTO, NULL, 0);
+    return build(lits, NULL, n, PREFILTER_AUTO, NULL, 0);
 }
 
 prefilter *prefilter_new_engine(const char *const *lits, size_t n, prefilter_engine engine)
 {
-    return build(lits, n, engine, NULL, 0);
+    return build(lits, NULL, n, engine, NULL, 0);
 }
 
 prefilter *prefilter_new_serialized(const char *const *lits, size_t n, const void *blob, size_t blob_len)
 {
-    return build(lits, n, PREFILTER_AUTO, blob, blob_len);
+    return build(lits, NULL, n, PREFILTER_AUTO, blob, blob_len);
+}
+
+prefilter *prefilter_new_ids(const char *const *lits, const size_t *ids, size_t n, prefilter_engine engine,
+                             const void *blob, size_t blob_len)
+{
+    for (size_t i = 1; i < n; i++)
+        if (ids[i] <= ids[i - 1])
+            return NULL;
+    return build(lits, ids, n, engine, blob, blob_len);
 }
 
 int prefilter_serialize(const prefilter *pf, unsigned char **out, size_t *len)
@@ -264,12 +281,18 @@ static void wm_build(prefilter *pf)
     }
 }
 
-static prefilter *build(const char *const *lits, size_t n, prefilter_engine engine, const void *blob, size_t blob_len)
+static prefilter *build(const char *const *lits, const size_t *ids, size_t n, prefilter_engine engine,
+                        const void *blob, size_t blob_len)
 {
     prefilter *pf = calloc(1, sizeof *pf);
     if (!pf)
         return NULL;
     pf->n = n;
+    if (ids) {
+        if (!(pf->ids = malloc((n ? n : 1) * sizeof *pf->ids)))
+            goto fail;
+        memcpy(pf->ids, ids, n * sizeof *ids);
+    }
     pf->lits = calloc(n ? n : 1, sizeof *pf->lits);
     pf->lens = calloc(n ? n : 1, sizeof *pf->lens);
     pf->next = calloc(n ? n : 1, sizeof *pf->next);
@@ -338,7 +361,7 @@ static void wm_scan(const prefilter *pf, const unsigned char *buf, size_t from, 
         for (int32_t i = pf->head[h]; i >= 0; i = pf->next[i]) {
             size_t len = pf->lens[i];
             if (start + len <= avail && memcmp(buf + start, pf->lits[i], len) == 0) {
-                size_t r = fn(ud, (size_t)i, start);
+                size_t r = fn(ud, pf->ids ? pf->ids[i] : (size_t)i, start);
                 if (r == SIZE_MAX)
                     return;
                 if (r > resume)
@@ -380,7 +403,7 @@ static int deliver(hs_ctx *c, size_t upto)
             c->last_start = p->start;
             c->resume = p->start + 1;
         }
-        size_t r = c->fn(c->ud, p->lit, p->start);
+        size_t r = c->fn(c->ud, c->pf->ids ? c->pf->ids[p->lit] : p->lit, p->start);
         if (r == SIZE_MAX) {
             c->stopped = 1;
             return 1;

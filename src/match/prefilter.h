@@ -39,6 +39,13 @@ void prefilter_free(prefilter *pf);
  * hits. Compiling the default set was a third of start-up; loading it is a copy. */
 prefilter *prefilter_new_serialized(const char *const *lits, size_t n, const void *blob, size_t blob_len);
 
+/* As prefilter_new_serialized (blob NULL: none) with `engine`, over a subset of a larger set: a hit of
+ * lits[i] reports ids[i] (its index in the larger set), so that one callback serves both. The ids
+ * must increase (the order of hits at one position stays the larger set's); NULL otherwise, or out
+ * of memory. */
+prefilter *prefilter_new_ids(const char *const *lits, const size_t *ids, size_t n, prefilter_engine engine,
+                             const void *blob, size_t blob_len);
+
 /* The Vectorscan database of `pf` as bytes for prefilter_new_serialized, in *out (free() it).
  * -1 when `pf` runs the portable engine (or out of memory). */
 int prefilter_serialize(const prefilter *pf, unsigned char **out, size_t *len);

@@ -164,7 +164,22 @@ struct scanner {
     uint64_t n_split;     /* regions split in this run (scan_result.regions_split) */
     uint64_t n_ahead;     /* and read ahead for (scan_result.reads_ahead) */
     unsigned char last_byte; /* last byte of the stream so far: did it end with a terminator? */
+    /* The settings windows (scan.h). Past set_head_end a region is searched without the settings'
+     * names (set_lean); at its end, the parts of it and of the history that a window covers are
+     * searched again for them alone (settings_windows). Every setting in a window before set_read_to
+     * has been read; set_open_until is where the last failure's window ends. */
+    uint64_t set_head_end, set_read_to, set_open_until;
+    int set_lean;
+    const prefilter *pf_lean, *pf_names; /* the database's (pdb_prefilter_lean), once a source needed them */
+    config_tracker *set_tr; /* the windows' own: reset at each, it reads back as a lost tracker does */
+    /* The bytes before the region, the last HIST_CAP of them, for the window before a failure: a ring
+     * whose next byte goes to hist[hist_at], holding the hist_len bytes that end at offset hist_end. */
+    unsigned char *hist;
+    size_t hist_len, hist_at;
+    uint64_t hist_end;
 };
+
+#define HIST_CAP (SCAN_SETTINGS_BEFORE + CONFIG_BACK_CAP)
 
 /* A scan buffer's block: page-aligned, with room for BUF_CAP bytes placed up to a cache line in
  * (buffer_at) and 16 more for vector loads past their end. Where a read lands matters: the kernel's
@@ -203,7 +218,8 @@ scanner *scanner_new(const pdb *db)
     sc->cl = sc->m ? classifier_new(db, sc->m) : NULL;
     sc->buf = sc->mem = buffer_new();
     sc->info = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->info);
-    if (!sc->m || !sc->cl || !sc->buf || !sc->info) {
+    sc->set_tr = config_tracker_new();
+    if (!sc->m || !sc->cl || !sc->buf || !sc->info || !sc->set_tr) {
         scanner_free(sc);
         return NULL;
     }
@@ -243,6 +259,8 @@ void scanner_free(scanner *sc)
     free(sc->mem);
     free(sc->mem2);
     free(sc->info);
+    free(sc->hist);
+    config_tracker_free(sc->set_tr);
     free(sc);
 }
 
@@ -414,6 +432,8 @@ static size_t on_hit(void *ud, size_t lit, size_t pos)
     scanner *sc = ud;
     lit_info f = sc->info[lit];
     uint32_t len = f.len;
+    if (len && sc->base + pos >= sc->set_head_end)
+        return pos + 1; /* past the head a setting is read in a window (settings_windows), not here */
     if (len && !sc->replay_eol && !config_name_whole((const char *)sc->buf, pos, len, sc->len))
         return pos + 1; /* not the setting: a part of a longer name (a replayed hit: the helper saw to it) */
     if (sc->line_end == 0 || pos >= sc->line_end) {
@@ -623,7 +643,7 @@ int scanner_use_helper(scanner *sc, unsigned cores)
 /* Every hit of [0, end) to on_hit, in order: in two parts on two threads when a helper is there. */
 static void prefilter_region(scanner *sc, size_t end, size_t avail)
 {
-    const prefilter *pf = sc->db->pf;
+    const prefilter *pf = sc->set_lean ? sc->pf_lean : sc->db->pf;
     splitter *h = sc->split;
     sc->eager_stamps = 0;
     if (!h || end < 2 * SPLIT_MIN || (sc->src->decoder_thread && sc->split_cores < 3)) {
@@ -729,15 +749,177 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
         prefilter_scan(pf, sc->buf, h->stopped_at, end, avail, on_hit, sc);
 }
 
+/* ---- the settings windows ------------------------------------------------------------------ */
+
+/* One window's search: the copy of the bytes it reads (history, then the buffer), the line of the
+ * last hit and the literals acted on there. */
+typedef struct {
+    scanner *sc;
+    scan_view v;      /* over the copy: v.base is the stream offset of copy[0] */
+    size_t line_end;  /* the end of the last hit's line, 0 none yet */
+    size_t ls;
+    uint64_t line;    /* its number */
+    size_t counted;   /* line numbers counted up to here (a hit position) */
+    size_t seen[MAX_LINE_TARGETS];
+    size_t n_seen;
+} window_walk;
+
+static size_t on_window_hit(void *ud, size_t lit, size_t pos)
+{
+    window_walk *w = ud;
+    scanner *sc = w->sc;
+    const char *b = (const char *)w->v.buf;
+    size_t len = strlen(sc->db->literals[lit].text);
+    if (!config_name_whole(b, pos, len, w->v.len))
+        return pos + 1;
+    if (w->line_end == 0 || pos >= w->line_end) {
+        w->line += scan_count_lines(w->v.buf + w->counted, pos - w->counted);
+        w->counted = pos;
+        w->ls = lines_bol(w->v.buf, 0, pos);
+        w->line_end = lines_eol(w->v.buf, pos, w->v.region_end);
+        w->n_seen = 0;
+    }
+    for (size_t i = 0; i < w->n_seen; i++) /* as on_hit: one literal acts once per line */
+        if (w->seen[i] == lit)
+            return pos + 1;
+    if (w->n_seen == MAX_LINE_TARGETS)
+        return pos + 1;
+    w->seen[w->n_seen++] = lit;
+    oomscan_status st = classify_window_setting(sc->cl, sc->set_tr, &w->v, lit, pos, w->line, w->ls, w->line_end);
+    if (st) {
+        sc->status = st;
+        return SIZE_MAX;
+    }
+    return pos + 1;
+}
+
+/* The stream bytes [from, hist_end) of the history into dst. */
+static void hist_copy(const scanner *sc, unsigned char *dst, uint64_t from)
+{
+    size_t n = (size_t)(sc->hist_end - from);
+    size_t at = (sc->hist_at + HIST_CAP - n) % HIST_CAP; /* where `from` lies in the ring */
+    size_t first = n < HIST_CAP - at ? n : HIST_CAP - at;
+    memcpy(dst, sc->hist + at, first);
+    memcpy(dst + first, sc->hist, n - first);
+}
+
+/* The region buf[0..end) is done: remember its last bytes for a later failure's window. */
+static void hist_push(scanner *sc, size_t end)
+{
+    if (!sc->hist && !(sc->hist = malloc(HIST_CAP)))
+        return; /* out of memory: a window then starts where the history does (the region) */
+    const unsigned char *p = sc->buf;
+    size_t n = end;
+    if (n >= HIST_CAP) {
+        p += n - HIST_CAP;
+        n = HIST_CAP;
+        sc->hist_at = 0;
+    }
+    size_t first = n < HIST_CAP - sc->hist_at ? n : HIST_CAP - sc->hist_at;
+    memcpy(sc->hist + sc->hist_at, p, first);
+    memcpy(sc->hist, p + first, n - first);
+    sc->hist_at = (sc->hist_at + n) % HIST_CAP;
+    sc->hist_len = sc->hist_len + n < HIST_CAP ? sc->hist_len + n : HIST_CAP;
+    sc->hist_end = sc->base + end;
+}
+
+/* The stream bytes [s0, base) into dst: from the file again (scan_source.reread) or from the ring.
+ * 0 when the file no longer has them. */
+static int history_into(const scanner *sc, unsigned char *dst, uint64_t s0)
+{
+    size_t n = (size_t)(sc->base - s0);
+    if (sc->src->reread)
+        return sc->src->reread(sc->src->reread_ud, dst, n, s0) == (ssize_t)n;
+    hist_copy(sc, dst, s0);
+    return 1;
+}
+
+/* Read the settings named in stream bytes [from, to) (to <= the region's end, buf[0..end)) that
+ * set_read_to has not passed: the names' prefilter over a copy of the history and the buffer, with
+ * CONFIG_BACK_CAP bytes before `from` for the keys of a nested dump. The history goes back HIST_CAP
+ * bytes before the region, whether the ring keeps them or the file is read again. */
+static void window_read(scanner *sc, size_t end, uint64_t from, uint64_t to)
+{
+    uint64_t oldest = sc->base - sc->hist_len;
+    if (sc->src->reread)
+        oldest = sc->base - sc->src->base_offset < HIST_CAP ? sc->src->base_offset : sc->base - HIST_CAP;
+    else if (sc->hist_end != sc->base)
+        oldest = sc->base;
+    if (from < sc->set_read_to)
+        from = sc->set_read_to;
+    if (from < oldest)
+        from = oldest; /* a failure found after the history moved on: its window starts there */
+    if (from >= to)
+        return;
+    uint64_t s0 = from - oldest > CONFIG_BACK_CAP ? from - CONFIG_BACK_CAP : oldest;
+    size_t before = (size_t)(sc->base - s0);
+    unsigned char *copy = malloc(before + sc->len + 16);
+    if (!copy) {
+        sc->status = OOMSCAN_ERR_NOMEM;
+        return;
+    }
+    if (before && !history_into(sc, copy, s0)) {
+        /* the file shrank since it was read: the window starts with the region */
+        s0 = sc->base;
+        before = 0;
+        if (from < s0)
+            from = s0;
+    }
+    memcpy(copy + before, sc->buf, sc->len);
+    size_t n = before + sc->len;
+    window_walk w = {.sc = sc, .v = {copy, n, before + end, s0}};
+    /* the line number of `from`'s position, counted back from the region's end */
+    w.counted = (size_t)(from - s0);
+    w.line = line_number_at(sc, end) - scan_count_lines(copy + w.counted, before + end - w.counted);
+    config_tracker_reset(sc->set_tr);
+    if (from < to)
+        prefilter_scan(sc->pf_names, copy, (size_t)(from - s0), (size_t)(to - s0), n, on_window_hit, &w);
+    free(copy);
+    sc->set_read_to = to;
+}
+
+/* After a region: read the settings of the windows it holds (scan.h): the rest of an earlier
+ * failure's, and the one around each failure found in it. */
+static void settings_windows(scanner *sc, size_t end)
+{
+    if (!sc->pf_names)
+        return;
+    uint64_t e = sc->base + end, first, last, until = sc->set_open_until;
+    if (classify_failures_take(sc->cl, &first, &last)) {
+        uint64_t lo = first > SCAN_SETTINGS_BEFORE ? first - SCAN_SETTINGS_BEFORE : 0;
+        if (lo > until) { /* apart from the earlier window: its rest first */
+            window_read(sc, end, sc->set_read_to, until < e ? until : e);
+            if (sc->set_read_to < lo)
+                sc->set_read_to = lo;
+        }
+        if (last + SCAN_SETTINGS_AFTER > until)
+            until = sc->set_open_until = last + SCAN_SETTINGS_AFTER;
+    }
+    if (!sc->status)
+        window_read(sc, end, sc->set_read_to, until < e ? until : e);
+}
+
 static void scan_region(scanner *sc, size_t end, size_t avail, int last)
 {
     sc->region_end = end;
     sc->cur_open = 0;
     sc->line_end = 0;
     sc->n_deferred = 0;
+    if (!sc->pf_lean && sc->base + end > sc->set_head_end) {
+        /* the first region past a head: the prefilters for it, built at their first use */
+        sc->pf_lean = pdb_prefilter_lean(sc->db);
+        sc->pf_names = pdb_prefilter_names(sc->db);
+        if (!sc->pf_lean) { /* out of memory: read settings everywhere, as the head does */
+            sc->set_head_end = sc->set_read_to = UINT64_MAX;
+            classify_settings_until(sc->cl, UINT64_MAX);
+        }
+    }
+    sc->set_lean = sc->pf_lean && sc->base >= sc->set_head_end;
     prefilter_region(sc, end, avail);
     if (!sc->status)
         close_line(sc);
+    if (!sc->status)
+        settings_windows(sc, end);
     /* the buffer moves on: read the pending timestamps while their lines are here (after the source's
      * last failure only a caller that resumes from its clock needs them) */
     if (!sc->status && (!last || sc->src->keep_time))
@@ -829,6 +1011,8 @@ static size_t region_end_for(const scanner *sc, const reader *r)
 static void advance(scanner *sc, size_t end, int last)
 {
     line_number_at(sc, end);
+    if (!last && sc->set_head_end != UINT64_MAX && !sc->src->reread)
+        hist_push(sc, end);
     scan_view v = view(sc);
     if (!last)
         classify_pass(sc->cl, &v, end);
@@ -901,6 +1085,12 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     if (src->time0)
         sc->clock.last = *src->time0;
     classifier_begin(sc->cl, src, ps, sink);
+    sc->set_head_end = sc->db->n_config_lits ? src->base_offset + SCAN_SETTINGS_HEAD : UINT64_MAX;
+    sc->set_read_to = sc->set_head_end;
+    sc->set_open_until = 0;
+    sc->hist_len = sc->hist_at = 0;
+    sc->hist_end = src->base_offset;
+    classify_settings_until(sc->cl, sc->set_head_end);
     reader r = {rd, rd_ud, 0, 0, 0, res};
     sc->rd = rd;
     sc->rd_ud = rd_ud;

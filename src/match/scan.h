@@ -24,6 +24,17 @@
 
 #define SCAN_LINE_CAP (1u << 20)
 
+/* Where the settings a log prints are read (config.h): its first SCAN_SETTINGS_HEAD bytes (the
+ * launch: the config dump, the echoed command line), and around each failure, the
+ * SCAN_SETTINGS_BEFORE bytes before its line (what the job printed as it ran into it) and the
+ * SCAN_SETTINGS_AFTER bytes from it on (a relaunch echoes its settings). Elsewhere a line that names
+ * a setting costs what any line costs: past the head the prefilter runs without the settings' names
+ * (pdb.pf_lean), and only the windows are searched for them (pdb.pf_names). Offsets count from the
+ * source's start (scan_source.base_offset); the windows are the same whatever the read sizes. */
+#define SCAN_SETTINGS_HEAD (4u << 20)
+#define SCAN_SETTINGS_BEFORE (1u << 20)
+#define SCAN_SETTINGS_AFTER (4u << 20)
+
 typedef struct scanner scanner;
 
 /* Read callback: up to `cap` bytes into buf; >0 bytes, 0 end, -1 error (see scan_result.error), or

@@ -278,6 +278,7 @@ typedef struct {
 
 static ssize_t read_stream(void *ud, void *buf, size_t cap) { return input_read(ud, buf, cap); }
 static const char *stream_why(void *ud) { return input_stream_error(ud); }
+static ssize_t reread_stream(void *ud, void *buf, size_t n, uint64_t off) { return input_pread(ud, buf, n, off); }
 
 static void progress_cb(void *ud, uint64_t bytes)
 {
@@ -300,7 +301,8 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
     int budget_spent = scanner_regex_note(c->sc) != NULL;
     size_t ri = (size_t)(r - u->recs);
     session_source in = {.src = {.path = info->path, .member = info->member, .input = (size_t)(u - c->s->units),
-                                 .decoder_thread = info->decoder_thread},
+                                 .decoder_thread = info->decoder_thread,
+                                 .reread = input_can_pread(stream) ? reread_stream : NULL, .reread_ud = stream},
                          .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
                          .progress_ud = c, .dumps = &u->dumps};
     oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);

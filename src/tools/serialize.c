@@ -1,6 +1,6 @@
 /* serialize.c - build-time tool: compiles the embedded database and writes what a run would
  * otherwise compile at every start, serialized, for embed.c to turn into C (docs/performance.md,
- * start-up): the literal prefilter as Vectorscan's database (prefilter_serialize; the file is empty
+ * start-up): the literal prefilters as Vectorscan's databases (pdb_prefilter_serialize; the file is empty
  * when the prefilter runs the portable engine) and every regex in PCRE2's serialized form
  * (pdb_regex_serialize); and the settings the checklists name, so that a scan parses the
  * checklists only for advice (pdb_config_serialize).
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     }
     unsigned char *blob = NULL;
     size_t len = 0;
-    if (prefilter_serialize(db->pf, &blob, &len) != 0)
+    if (pdb_prefilter_serialize(db, &blob, &len) != 0)
         fprintf(stderr, "serialize: the prefilter runs the %s engine; nothing to serialize\n",
                 prefilter_engine_name(db->pf));
     int rc = write_blob(argv[1], blob, len);
