@@ -607,6 +607,42 @@ START_TEST(test_scan_settings_read_in_head_and_around_failures)
 }
 END_TEST
 
+START_TEST(test_scan_settings_window_of_a_failure_in_the_head)
+{
+    /* A failure near the end of the head: its window goes on past the head, so the region that holds
+     * the head's end is read again from the head's end on, in place (the window lies in the region).
+     * A setting just past the head is read; one past the window is not; every read size agrees. */
+    const size_t kib = 1u << 10, fail_at = SCAN_SETTINGS_HEAD - 64 * kib;
+    size_t cap = fail_at + SCAN_SETTINGS_AFTER + 1024 * kib, n = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    n = put_line(text, n, "  gradient_accumulation_steps: 1");
+    n = fill_to(text, n, fail_at);
+    n = put_line(text, n, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 3 has a total "
+                          "capacity of 79.11 GiB of which 1.02 GiB is free.");
+    n = fill_to(text, n, SCAN_SETTINGS_HEAD + 300 * kib);
+    n = put_line(text, n, "  gradient_accumulation_steps: 2"); /* in the failure's window */
+    n = fill_to(text, n, fail_at + SCAN_SETTINGS_AFTER + 300 * kib);
+    n = put_line(text, n, "  gradient_accumulation_steps: 3"); /* past it */
+    n = fill_to(text, n, n + 4096);
+    ck_assert_uint_le(n, cap);
+    run_out a = scan_text(embedded_db(), text, n, 0, 0);
+    ck_assert_str_eq(setting_value(a.st, "gradient_accumulation_steps"), "2");
+    char *sa = settings_dump(a.st, 0);
+    size_t steps[] = {65537, 100003, 7u << 10};
+    for (size_t i = 0; i < 4; i++) {
+        run_out b = i < 3 ? scan_text(embedded_db(), text, n, steps[i], 0) : scan_text(embedded_db(), text, n, 0, 1);
+        char *sb = settings_dump(b.st, 0);
+        ck_assert_str_eq(sa, sb);
+        free(sb);
+        done(&b);
+    }
+    free(sa);
+    done(&a);
+    free(text);
+}
+END_TEST
+
 /* One scan with and one without the helper thread: the same findings, lines, times. */
 static void assert_helper_changes_nothing(const char *text, size_t n)
 {
@@ -1033,6 +1069,7 @@ int main(void)
     tcase_add_test(tc, test_scan_helper_thread_changes_nothing);
     tcase_add_test(tc, test_scan_helper_reads_settings_ahead_as_one_thread);
     tcase_add_test(tc, test_scan_settings_read_in_head_and_around_failures);
+    tcase_add_test(tc, test_scan_settings_window_of_a_failure_in_the_head);
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);

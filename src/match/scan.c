@@ -852,28 +852,34 @@ static void window_read(scanner *sc, size_t end, uint64_t from, uint64_t to)
     if (from >= to)
         return;
     uint64_t s0 = from - oldest > CONFIG_BACK_CAP ? from - CONFIG_BACK_CAP : oldest;
+    if (s0 > sc->base)
+        s0 = sc->base; /* the window lies in the region: read it in place */
     size_t before = (size_t)(sc->base - s0);
-    unsigned char *copy = malloc(before + sc->len + 16);
-    if (!copy) {
-        sc->status = OOMSCAN_ERR_NOMEM;
-        return;
+    unsigned char *copy = NULL;
+    if (before) {
+        if (!(copy = malloc(before + sc->len + 16))) {
+            sc->status = OOMSCAN_ERR_NOMEM;
+            return;
+        }
+        if (history_into(sc, copy, s0)) {
+            memcpy(copy + before, sc->buf, sc->len);
+        } else { /* the file shrank since it was read: the window starts with the region */
+            free(copy);
+            copy = NULL;
+            s0 = sc->base;
+            before = 0;
+            if (from < s0)
+                from = s0;
+        }
     }
-    if (before && !history_into(sc, copy, s0)) {
-        /* the file shrank since it was read: the window starts with the region */
-        s0 = sc->base;
-        before = 0;
-        if (from < s0)
-            from = s0;
-    }
-    memcpy(copy + before, sc->buf, sc->len);
     size_t n = before + sc->len;
-    window_walk w = {.sc = sc, .v = {copy, n, before + end, s0}};
+    window_walk w = {.sc = sc, .v = {copy ? copy : sc->buf, n, before + end, s0}};
     /* the line number of `from`'s position, counted back from the region's end */
     w.counted = (size_t)(from - s0);
-    w.line = line_number_at(sc, end) - scan_count_lines(copy + w.counted, before + end - w.counted);
+    w.line = line_number_at(sc, end) - scan_count_lines(w.v.buf + w.counted, before + end - w.counted);
     config_tracker_reset(sc->set_tr);
     if (from < to)
-        prefilter_scan(sc->pf_names, copy, (size_t)(from - s0), (size_t)(to - s0), n, on_window_hit, &w);
+        prefilter_scan(sc->pf_names, w.v.buf, (size_t)(from - s0), (size_t)(to - s0), n, on_window_hit, &w);
     free(copy);
     sc->set_read_to = to;
 }
