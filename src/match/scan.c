@@ -177,6 +177,9 @@ struct scanner {
     unsigned char *hist;
     size_t hist_len, hist_at;
     uint64_t hist_end;
+    unsigned char *win;   /* a window's part before the region, copied (HIST_CAP bytes) */
+    uint64_t set_tr_at;   /* where set_tr stands: the end of the last window read */
+    uint64_t region_line; /* the line number at the region's start */
 };
 
 #define HIST_CAP (SCAN_SETTINGS_BEFORE + CONFIG_BACK_CAP)
@@ -260,6 +263,7 @@ void scanner_free(scanner *sc)
     free(sc->mem2);
     free(sc->info);
     free(sc->hist);
+    free(sc->win);
     config_tracker_free(sc->set_tr);
     free(sc);
 }
@@ -834,10 +838,22 @@ static int history_into(const scanner *sc, unsigned char *dst, uint64_t s0)
     return 1;
 }
 
+/* The window's hits in buf[from..to) (buf[0] at stream offset base, len bytes held, lines ending by
+ * region_end), the first on line `line` or later; the tracker then stands at `to`. */
+static void window_piece(scanner *sc, const unsigned char *buf, size_t len, size_t region_end, uint64_t base,
+                         size_t from, size_t to, uint64_t line)
+{
+    window_walk w = {.sc = sc, .v = {buf, len, region_end, base}, .counted = from, .line = line};
+    prefilter_scan(sc->pf_names, buf, from, to, len, on_window_hit, &w);
+    config_tracker_pass(sc->set_tr, (const char *)buf, base, to);
+}
+
 /* Read the settings named in stream bytes [from, to) (to <= the region's end, buf[0..end)) that
- * set_read_to has not passed: the names' prefilter over a copy of the history and the buffer, with
- * CONFIG_BACK_CAP bytes before `from` for the keys of a nested dump. The history goes back HIST_CAP
- * bytes before the region, whether the ring keeps them or the file is read again. */
+ * set_read_to has not passed, with the names' prefilter: the part before the region in a copy of
+ * the history (from the file again, or the ring; HIST_CAP bytes at most, with CONFIG_BACK_CAP before
+ * `from` for the keys of a nested dump), the rest in place. A window that goes on where the last one
+ * stopped keeps its tracker, as the scan's own does from region to region; one that starts apart
+ * starts a new one, which reads back within the bytes it is given, as a tracker that lost its place. */
 static void window_read(scanner *sc, size_t end, uint64_t from, uint64_t to)
 {
     uint64_t oldest = sc->base - sc->hist_len;
@@ -851,37 +867,28 @@ static void window_read(scanner *sc, size_t end, uint64_t from, uint64_t to)
         from = oldest; /* a failure found after the history moved on: its window starts there */
     if (from >= to)
         return;
-    uint64_t s0 = from - oldest > CONFIG_BACK_CAP ? from - CONFIG_BACK_CAP : oldest;
-    if (s0 > sc->base)
-        s0 = sc->base; /* the window lies in the region: read it in place */
-    size_t before = (size_t)(sc->base - s0);
-    unsigned char *copy = NULL;
-    if (before) {
-        if (!(copy = malloc(before + sc->len + 16))) {
+    if (from != sc->set_tr_at)
+        config_tracker_reset(sc->set_tr);
+    if (from < sc->base) {
+        uint64_t s0 = from - oldest > CONFIG_BACK_CAP ? from - CONFIG_BACK_CAP : oldest;
+        size_t n = (size_t)(sc->base - s0), f = (size_t)(from - s0);
+        if (!sc->win && !(sc->win = malloc(HIST_CAP + 16))) {
             sc->status = OOMSCAN_ERR_NOMEM;
             return;
         }
-        if (history_into(sc, copy, s0)) {
-            memcpy(copy + before, sc->buf, sc->len);
-        } else { /* the file shrank since it was read: the window starts with the region */
-            free(copy);
-            copy = NULL;
-            s0 = sc->base;
-            before = 0;
-            if (from < s0)
-                from = s0;
+        /* the file may have shrunk since it was read: then the window starts with the region */
+        if (history_into(sc, sc->win, s0)) {
+            size_t t = to < sc->base ? (size_t)(to - s0) : n;
+            window_piece(sc, sc->win, n, n, s0, f, t, sc->region_line - scan_count_lines(sc->win + f, n - f));
         }
+        from = sc->base;
     }
-    size_t n = before + sc->len;
-    window_walk w = {.sc = sc, .v = {copy ? copy : sc->buf, n, before + end, s0}};
-    /* the line number of `from`'s position, counted back from the region's end */
-    w.counted = (size_t)(from - s0);
-    w.line = line_number_at(sc, end) - scan_count_lines(w.v.buf + w.counted, before + end - w.counted);
-    config_tracker_reset(sc->set_tr);
-    if (from < to)
-        prefilter_scan(sc->pf_names, w.v.buf, (size_t)(from - s0), (size_t)(to - s0), n, on_window_hit, &w);
-    free(copy);
-    sc->set_read_to = to;
+    if (from < to && !sc->status) {
+        size_t f = (size_t)(from - sc->base);
+        window_piece(sc, sc->buf, sc->len, end, sc->base, f, (size_t)(to - sc->base),
+                     sc->region_line + scan_count_lines(sc->buf, f));
+    }
+    sc->set_read_to = sc->set_tr_at = to;
 }
 
 /* After a region: read the settings of the windows it holds (scan.h): the rest of an earlier
@@ -921,6 +928,7 @@ static void scan_region(scanner *sc, size_t end, size_t avail, int last)
         }
     }
     sc->set_lean = sc->pf_lean && sc->base >= sc->set_head_end;
+    sc->region_line = sc->lines_before + 1; /* advance() left the count at the region's start */
     prefilter_region(sc, end, avail);
     if (!sc->status)
         close_line(sc);
@@ -1094,6 +1102,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     sc->set_head_end = sc->db->n_config_lits ? src->base_offset + SCAN_SETTINGS_HEAD : UINT64_MAX;
     sc->set_read_to = sc->set_head_end;
     sc->set_open_until = 0;
+    sc->set_tr_at = UINT64_MAX;
     sc->hist_len = sc->hist_at = 0;
     sc->hist_end = src->base_offset;
     classify_settings_until(sc->cl, sc->set_head_end);
