@@ -118,6 +118,7 @@ for s in $sizes; do
     run "g$s" grep -c -E -f "$anchors" "$f"
   done
   o=$(secs "o$s"); g=$(secs "g$s")
+  mixed_mbps=$(mbps "$s" "$o") # the largest size's, for the shapes' own throughput check
   echo "| $s MiB text | $o | grep -c -E -f anchors | $g | $(ratio "$o" "$g") | $(mbps "$s" "$o") |" \
        "$(awk -v k="$(rss "o$s")" 'BEGIN{printf "%.1f", k/1024}') | $(found "o$s" "$f.counts") |"
 done
@@ -152,5 +153,5 @@ echo "-j 1 and -j 2 JSON: $det"
 if [ "$shapes" -eq 1 ]; then
   echo
   # shellcheck disable=SC2086
-  OOMSCAN="$oomscan" "$root/bench/shapes.sh" --runs "$runs" $shape_args
+  OOMSCAN="$oomscan" MIXED_MBPS="$mixed_mbps" "$root/bench/shapes.sh" --runs "$runs" $shape_args
 fi

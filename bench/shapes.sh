@@ -10,7 +10,8 @@
 # output going to a file (GNU grep stops at its first match when its output is /dev/null), and the
 # same with ugrep when it is installed (optional: Debian's ugrep). --before BIN also times another
 # oomscan binary (an older build) in the same interleaved runs, for before/after tables.
-# Environment: OOMSCAN (default build/oomscan), GENSHAPES, ANCHORS.
+# Environment: OOMSCAN (default build/oomscan), GENSHAPES, ANCHORS; MIXED_MBPS (bench/run.sh sets it:
+# the mixed log's MiB/s) adds a line with each shape's throughput against it (issue 18: within 2x).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs=3 mb=64 nranks=512 njobs=20000 before=""
@@ -108,6 +109,7 @@ row() {
   o=$(secs o); g=$(secs g)
   [ -n "$ugrep_bin" ] && u=$(secs u)
   if [ -n "$before" ]; then b=$(secs b); br=$(ratio "$b" "$g"); fi
+  last_o=$o
   echo "| $name | $br | $(ratio "$o" "$g") | $(ratio "$o" "$u") | $b | $o | $g | $u | $(rss o) | $(found o)/$want |"
   rm -f "$tmp"/?.t
 }
@@ -145,11 +147,22 @@ echo "runs: $runs each, interleaved; medians; ratios are oomscan's time over the
 echo
 echo "| input | before / grep | oomscan / grep | oomscan / ugrep | before s | oomscan s | grep s | ugrep s | oomscan peak MiB | OOM found |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+declare -A shape_s=()
 for shape in metrics nccl settings; do
   f="$data/shape-$shape-$mb.log"
   row "$mb MiB $shape" 1 "$f" -- -E -f "$anchors" "$f"
+  shape_s[$shape]=$last_o
 done
 row "$nranks rank files of 64 KiB (grep -r)" 1 "$ranks" -- -r -E -f "$anchors" "$ranks"
 startup_row
 [ "$njobs" -gt 0 ] && row "$njobs small job logs (grep -r)" "$njobs" "$jobs" -- -r -E -f "$anchors" "$jobs"
+if [ -n "${MIXED_MBPS:-}" ]; then
+  line="the mixed log's MiB/s ($MIXED_MBPS) over each shape's (within 2x):"
+  for shape in metrics nccl settings; do
+    line="$line $shape $(awk -v m="$MIXED_MBPS" -v mb="$mb" -v s="${shape_s[$shape]}" \
+      'BEGIN{ printf "%.2f (%.0f MiB/s)", (s > 0) ? m / (mb / s) : 0, (s > 0) ? mb / s : 0 }'),"
+  done
+  echo
+  echo "${line%,}"
+fi
 exit 0

@@ -553,6 +553,19 @@ static const char *setting_value(story *st, const char *key)
     return e ? e->value : "(none)";
 }
 
+/* The settings read from text[0..n), in the order read (settings_dump), are `want` when read in each
+ * of steps[0..nsteps) bytes at a time and when the helper thread shares the scan. */
+static void assert_settings_read_alike(const char *text, size_t n, const char *want, const size_t *steps, size_t nsteps)
+{
+    for (size_t i = 0; i <= nsteps; i++) {
+        run_out b = i < nsteps ? scan_text(embedded_db(), text, n, steps[i], 0) : scan_text(embedded_db(), text, n, 0, 1);
+        char *got = settings_dump(b.st, 0);
+        ck_assert_str_eq(want, got);
+        free(got);
+        done(&b);
+    }
+}
+
 START_TEST(test_scan_settings_read_in_head_and_around_failures)
 {
     /* scan.h: settings are read in the source's head, in the MiB before a failure and in the 4 MiB
@@ -594,13 +607,8 @@ START_TEST(test_scan_settings_read_in_head_and_around_failures)
     for (const char *c = text; c < at; c++)
         line += *c == '\n';
     ck_assert_uint_eq(e->line, line);
-    for (size_t i = 0; i < 2; i++) {
-        run_out b = i == 0 ? scan_text(embedded_db(), text, n, 65537, 0) : scan_text(embedded_db(), text, n, 0, 1);
-        char *sb = settings_dump(b.st, 0);
-        ck_assert_str_eq(sa, sb);
-        free(sb);
-        done(&b);
-    }
+    const size_t steps[] = {65537};
+    assert_settings_read_alike(text, n, sa, steps, 1);
     free(sa);
     done(&a);
     free(text);
@@ -629,14 +637,8 @@ START_TEST(test_scan_settings_window_of_a_failure_in_the_head)
     run_out a = scan_text(embedded_db(), text, n, 0, 0);
     ck_assert_str_eq(setting_value(a.st, "gradient_accumulation_steps"), "2");
     char *sa = settings_dump(a.st, 0);
-    size_t steps[] = {65537, 100003, 7u << 10};
-    for (size_t i = 0; i < 4; i++) {
-        run_out b = i < 3 ? scan_text(embedded_db(), text, n, steps[i], 0) : scan_text(embedded_db(), text, n, 0, 1);
-        char *sb = settings_dump(b.st, 0);
-        ck_assert_str_eq(sa, sb);
-        free(sb);
-        done(&b);
-    }
+    const size_t steps[] = {65537, 100003, 7u << 10};
+    assert_settings_read_alike(text, n, sa, steps, 3);
     free(sa);
     done(&a);
     free(text);
