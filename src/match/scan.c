@@ -42,6 +42,7 @@ typedef struct {
     uint8_t cheap; /* classify_is_cheap's answer */
     int8_t vote;   /* a literal whose one target is a framework vote: its framework, else -1 */
     uint32_t len;  /* a setting's name (cheap == CHEAP_SETTINGS): its length, else 0 */
+    uint8_t names; /* one of its targets is a setting (pdb_prefilter_names finds it) */
 } lit_info;
 
 /* A setting's name among the helper's hits (lit_info.len): what its bytes say, read by the helper
@@ -93,6 +94,7 @@ typedef struct {
     size_t pre_cap;
     ssize_t pre_n;
     const lit_info *info; /* the scanner's: hits that are no setting are dropped here too */
+    int divert;           /* the region's settings are kept for a window (set_divert): none read ahead */
     const pdb_literal *lits;
     config_prefixes prefixes; /* config_occurrence_read's, this thread's */
     size_t ls, ls_eol; /* the start of the line that ends at ls_eol (read_ahead's: split_collect's line
@@ -178,6 +180,14 @@ struct scanner {
     size_t hist_len, hist_at;
     uint64_t hist_end;
     unsigned char *win;   /* a window's part before the region, copied (HIST_CAP bytes) */
+    /* A region that a window goes on through is searched with the whole set (pf), its settings' hits
+     * kept here for the window (set_divert) instead of a second search with pf_names: in order. */
+    int set_divert;
+    struct kept_hit {
+        size_t pos;
+        size_t lit;
+    } *kept;
+    size_t n_kept, cap_kept;
     uint64_t set_tr_at;   /* where set_tr stands: the end of the last window read */
     uint64_t region_line; /* the line number at the region's start */
 };
@@ -235,6 +245,8 @@ scanner *scanner_new(const pdb *db)
         /* a Ray prefix on every line of a worker's output: its vote counted at once */
         int fw = f->cheap == CHEAP_VOTES && l->n_targets == 1 ? db->fw_rules[l->targets[0].index].framework : -1;
         f->vote = (int8_t)(fw >= 0 && fw < 127 ? fw : -1);
+        for (size_t k = 0; k < l->n_targets; k++)
+            f->names |= l->targets[k].kind == LIT_CONFIG;
     }
     return sc;
 }
@@ -264,6 +276,7 @@ void scanner_free(scanner *sc)
     free(sc->info);
     free(sc->hist);
     free(sc->win);
+    free(sc->kept);
     config_tracker_free(sc->set_tr);
     free(sc);
 }
@@ -431,11 +444,31 @@ static void close_line(scanner *sc)
     sc->line_end = 0;
 }
 
+/* A setting's hit in a region a window goes on through: kept for settings_windows. 0 out of memory. */
+static int keep_hit(scanner *sc, size_t lit, size_t pos)
+{
+    if (sc->n_kept == sc->cap_kept) {
+        size_t cap = sc->cap_kept ? 2 * sc->cap_kept : 4096;
+        struct kept_hit *k = realloc(sc->kept, cap * sizeof *k);
+        if (!k) {
+            sc->status = OOMSCAN_ERR_NOMEM;
+            return 0;
+        }
+        sc->kept = k;
+        sc->cap_kept = cap;
+    }
+    sc->kept[sc->n_kept].pos = pos;
+    sc->kept[sc->n_kept++].lit = lit;
+    return 1;
+}
+
 static size_t on_hit(void *ud, size_t lit, size_t pos)
 {
     scanner *sc = ud;
     lit_info f = sc->info[lit];
     uint32_t len = f.len;
+    if (f.names && sc->set_divert && !keep_hit(sc, lit, pos))
+        return SIZE_MAX;
     if (len && sc->base + pos >= sc->set_head_end)
         return pos + 1; /* past the head a setting is read in a window (settings_windows), not here */
     if (len && !sc->replay_eol && !config_name_whole((const char *)sc->buf, pos, len, sc->len))
@@ -532,7 +565,7 @@ static size_t split_collect(void *ud, size_t lit, size_t pos)
     int new_line = h->line_end == 0 || pos >= h->line_end;
     if (new_line)
         h->line_end = lines_eol(h->buf, pos, h->end); /* on_hit's bounds: the replay need not look */
-    if (len)
+    if (len && !h->divert)
         read_ahead(h, lit, pos);
     if (h->stamps_too && new_line) {
         /* a new line: its stamp, as resolve_deferred_time would read it (on_hit's bounds) */
@@ -673,6 +706,7 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
      * without stamps: each line is read back to the last finding or the start of the region); where
      * most lines have a stamp, the newest one ends the reading and the rest is never read */
     h->stamps_too = sc->n_read * 2 > sc->n_pushed;
+    h->divert = sc->set_divert;
     sc->eager_stamps = h->stamps_too;
     sc->n_read = sc->n_pushed = 0;
     h->n = h->published = 0;
@@ -844,7 +878,20 @@ static void window_piece(scanner *sc, const unsigned char *buf, size_t len, size
                          size_t from, size_t to, uint64_t line)
 {
     window_walk w = {.sc = sc, .v = {buf, len, region_end, base}, .counted = from, .line = line};
-    prefilter_scan(sc->pf_names, buf, from, to, len, on_window_hit, &w);
+    if (buf == sc->buf && sc->set_divert) { /* the search found them already */
+        size_t lo = 0, hi = sc->n_kept;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sc->kept[mid].pos < from)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t i = lo; i < sc->n_kept && sc->kept[i].pos < to && !sc->status; i++)
+            if (on_window_hit(&w, sc->kept[i].lit, sc->kept[i].pos) == SIZE_MAX)
+                break;
+    } else
+        prefilter_scan(sc->pf_names, buf, from, to, len, on_window_hit, &w);
     config_tracker_pass(sc->set_tr, (const char *)buf, base, to);
 }
 
@@ -928,6 +975,11 @@ static void scan_region(scanner *sc, size_t end, size_t avail, int last)
         }
     }
     sc->set_lean = sc->pf_lean && sc->base >= sc->set_head_end;
+    /* a window goes on through this region: one search with the whole set, the names' hits kept */
+    sc->set_divert = sc->set_lean && sc->set_read_to == sc->base && sc->set_open_until > sc->base;
+    if (sc->set_divert)
+        sc->set_lean = 0;
+    sc->n_kept = 0;
     sc->region_line = sc->lines_before + 1; /* advance() left the count at the region's start */
     prefilter_region(sc, end, avail);
     if (!sc->status)
