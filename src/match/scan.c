@@ -789,11 +789,11 @@ static void prefilter_region(scanner *sc, size_t end, size_t avail)
 
 /* ---- the settings windows ------------------------------------------------------------------ */
 
-/* One window's search: the copy of the bytes it reads (history, then the buffer), the line of the
- * last hit and the literals acted on there. */
+/* One piece of a window's search (window_piece): the bytes it reads (the history's copy, or the
+ * buffer), the line of the last hit and the literals acted on there. */
 typedef struct {
     scanner *sc;
-    scan_view v;      /* over the copy: v.base is the stream offset of copy[0] */
+    scan_view v;      /* v.base is the stream offset of v.buf[0] */
     size_t line_end;  /* the end of the last hit's line, 0 none yet */
     size_t ls;
     uint64_t line;    /* its number */
@@ -807,7 +807,7 @@ static size_t on_window_hit(void *ud, size_t lit, size_t pos)
     window_walk *w = ud;
     scanner *sc = w->sc;
     const char *b = (const char *)w->v.buf;
-    size_t len = strlen(sc->db->literals[lit].text);
+    size_t len = sc->info[lit].len ? sc->info[lit].len : strlen(sc->db->literals[lit].text);
     if (!config_name_whole(b, pos, len, w->v.len))
         return pos + 1;
     if (w->line_end == 0 || pos >= w->line_end) {
