@@ -554,11 +554,14 @@ static const char *setting_value(story *st, const char *key)
 }
 
 /* The settings read from text[0..n), in the order read (settings_dump), are `want` when read in each
- * of steps[0..nsteps) bytes at a time and when the helper thread shares the scan. */
+ * of steps[0..nsteps) bytes at a time, when the helper thread shares the scan, and as a live stream
+ * scanned read by read (64 KiB regions: a window spans many, each kept in the ring). */
 static void assert_settings_read_alike(const char *text, size_t n, const char *want, const size_t *steps, size_t nsteps)
 {
-    for (size_t i = 0; i <= nsteps; i++) {
-        run_out b = i < nsteps ? scan_text(embedded_db(), text, n, steps[i], 0) : scan_text(embedded_db(), text, n, 0, 1);
+    for (size_t i = 0; i <= nsteps + 1; i++) {
+        run_out b = i < nsteps    ? scan_text(embedded_db(), text, n, steps[i], 0)
+                    : i == nsteps ? scan_text(embedded_db(), text, n, 0, 1)
+                                  : scan_text_live(embedded_db(), text, n, 65536, 0, 1, 1);
         char *got = settings_dump(b.st, 0);
         ck_assert_str_eq(want, got);
         free(got);

@@ -54,7 +54,16 @@ static inline pdb *embedded_db(void)
 /* One scan of data[0..len) read in `step`-byte pieces (0: as much as fits); `helper` splits the
  * prefilter pass with a second thread, as a big single input does; `keep_time` as scan_source's (o.res
  * then holds the source's last stamp, not only its last failure's). Takes ownership of `db`. */
+static inline run_out scan_text_live(pdb *db, const char *data, size_t len, size_t step, int helper, int keep_time,
+                                     int eager);
 static inline run_out scan_text_as(pdb *db, const char *data, size_t len, size_t step, int helper, int keep_time)
+{
+    return scan_text_live(db, data, len, step, helper, keep_time, 0);
+}
+
+/* scan_text_as for a live stream (scan_source.eager): each read is scanned as it comes. */
+static inline run_out scan_text_live(pdb *db, const char *data, size_t len, size_t step, int helper, int keep_time,
+                                     int eager)
 {
     run_out o = {db, story_new(), {0}};
     ck_assert_ptr_nonnull(o.st);
@@ -64,7 +73,7 @@ static inline run_out scan_text_as(pdb *db, const char *data, size_t len, size_t
         ck_assert_int_eq(scanner_use_helper(sc, 2), 0);
     phase_state *ps = phase_new(o.db);
     membuf m = {data, len, 0, step};
-    scan_source src = {.path = "mem.log", .keep_time = keep_time};
+    scan_source src = {.path = "mem.log", .keep_time = keep_time, .eager = eager};
     ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, story_sink(o.st), &o.res, NULL, NULL), OOMSCAN_OK);
     story_finish(o.st, "");
     scanner_free(sc);
