@@ -648,6 +648,70 @@ START_TEST(test_scan_settings_window_of_a_failure_in_the_head)
 }
 END_TEST
 
+static ssize_t reread_mem(void *ud, void *buf, size_t n, uint64_t off)
+{
+    const membuf *m = ud;
+    if (off + n > m->len)
+        return -1;
+    memcpy(buf, m->data + off, n);
+    return (ssize_t)n;
+}
+
+static ssize_t reread_shrunk(void *ud, void *buf, size_t n, uint64_t off)
+{
+    (void)ud, (void)buf, (void)n, (void)off;
+    return -1; /* the file shrank since it was read */
+}
+
+/* One scan of text[0..n) whose bytes before a window come from `reread` (a regular file's pread). */
+static run_out scan_rereading(const char *text, size_t n, ssize_t (*reread)(void *, void *, size_t, uint64_t))
+{
+    run_out o = {embedded_db(), story_new(), {0}};
+    scanner *sc = scanner_new(o.db);
+    phase_state *ps = phase_new(o.db);
+    ck_assert(o.st && sc && ps);
+    membuf m = {text, n, 0, 0}, again = {text, n, 0, 0};
+    scan_source src = {.path = "mem.log", .keep_time = 1, .reread = reread, .reread_ud = &again};
+    ck_assert_int_eq(scanner_run(sc, mem_read, &m, &src, ps, story_sink(o.st), &o.res, NULL, NULL), OOMSCAN_OK);
+    story_finish(o.st, "");
+    scanner_free(sc);
+    phase_free(ps);
+    return o;
+}
+
+START_TEST(test_scan_settings_window_read_again_from_the_file)
+{
+    /* A regular file's window is read again from the file (scan_source.reread) instead of the ring:
+     * the same settings. When the file shrank meanwhile, the window starts with the region: the
+     * setting printed regions before the failure is not read, the rest of the scan goes on. */
+    const size_t kib = 1u << 10, fail_at = SCAN_SETTINGS_HEAD + 2048 * kib;
+    size_t cap = fail_at + 2048 * kib, n = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    n = put_line(text, n, "  gradient_accumulation_steps: 1");
+    n = fill_to(text, n, fail_at - 900 * kib);
+    n = put_line(text, n, "  gradient_accumulation_steps: 2"); /* in the window, regions before the failure */
+    n = fill_to(text, n, fail_at);
+    n = put_line(text, n, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 3 has a total "
+                          "capacity of 79.11 GiB of which 1.02 GiB is free.");
+    n = fill_to(text, n, n + 4096);
+    ck_assert_uint_le(n, cap);
+    run_out ring = scan_text(embedded_db(), text, n, 0, 0), file = scan_rereading(text, n, reread_mem),
+            shrunk = scan_rereading(text, n, reread_shrunk);
+    char *a = settings_dump(ring.st, 0), *b = settings_dump(file.st, 0);
+    ck_assert_str_eq(a, b);
+    ck_assert_str_eq(setting_value(file.st, "gradient_accumulation_steps"), "2");
+    ck_assert_str_eq(setting_value(shrunk.st, "gradient_accumulation_steps"), "1");
+    ck_assert_ptr_nonnull(find_class(shrunk.st, CLS_CUDA_OOM));
+    free(a);
+    free(b);
+    done(&ring);
+    done(&file);
+    done(&shrunk);
+    free(text);
+}
+END_TEST
+
 /* One scan with and one without the helper thread: the same findings, lines, times. */
 static void assert_helper_changes_nothing(const char *text, size_t n)
 {
@@ -1075,6 +1139,7 @@ int main(void)
     tcase_add_test(tc, test_scan_helper_reads_settings_ahead_as_one_thread);
     tcase_add_test(tc, test_scan_settings_read_in_head_and_around_failures);
     tcase_add_test(tc, test_scan_settings_window_of_a_failure_in_the_head);
+    tcase_add_test(tc, test_scan_settings_window_read_again_from_the_file);
     tcase_add_test(tc, test_scan_settings_run_is_timed_by_its_last_line);
     tcase_add_test(tc, test_scan_settings_run_is_read_once_not_line_by_line);
     tcase_add_test(tc, test_scan_helper_reads_stamps_and_counts_lines_as_one_thread);
