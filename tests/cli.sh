@@ -50,6 +50,10 @@ grep -q 'ppo_micro_batch_size_per_gpu=2  (4 -> 2)' "$t/late.txt" && ok || bad "l
 cmp -s "$t/late.txt" "$t/late-pipe.txt" && ok || bad "late setting: a pipe reads other settings than the file"
 "$oomscan" "$t/late.log.gz" | sed "s#late.log.gz#late.log#" > "$t/late-gz.txt"
 cmp -s "$t/late.txt" "$t/late-gz.txt" && ok || bad "late setting: a gzip file reads other settings than the plain one"
+# stdin a regular file that the shell had read part-way: the window is read again at the right bytes
+{ IFS= read -r first; "$oomscan" --format json -; } < "$t/late.log" > "$t/late-part.txt"
+tail -n +2 "$t/late.log" | "$oomscan" --format json - > "$t/late-part-pipe.txt"
+cmp -s "$t/late-part.txt" "$t/late-part-pipe.txt" && ok || bad "late setting: stdin opened part-way reads other settings"
 
 # every container, sniffed from its bytes: names deliberately lie
 cp "$sample" "$t/a.log"

@@ -51,7 +51,8 @@ struct input_stream {
     size_t hlen, hpos; /* sniffed bytes not yet handed to the reader */
     int eof;
     int failed;        /* may be set while sniffing; reported once the head is drained */
-    int pread_fd;      /* a regular file read as plain text: its bytes can be read again (input_pread) */
+    int pread_fd;      /* a regular file read as plain text: its bytes can be read again (input_pread), */
+    uint64_t pread_at; /* the stream's first byte lying at this file offset (stdin may start part-way) */
     char err[OOMSCAN_DIAG_MSG];
     unsigned char head[SNIFF_LEN];
 };
@@ -218,7 +219,7 @@ ssize_t input_pread(input_stream *s, void *buf, size_t n, uint64_t off)
         return -1;
     size_t got = 0;
     while (got < n) {
-        ssize_t k = pread(s->pread_fd, (char *)buf + got, n - got, (off_t)(off + got));
+        ssize_t k = pread(s->pread_fd, (char *)buf + got, n - got, (off_t)(s->pread_at + off + got));
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -521,6 +522,7 @@ end:
 typedef struct fd_src { /* a file descriptor read at the top (open_fd) */
     int fd;
     input_ctx *c;
+    uint64_t start; /* its offset when opened: a shell may hand over a file part-way read */
 } fd_src;
 static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap);
 
@@ -549,8 +551,10 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
     }
     switch (k) {
     case K_TEXT:
-        if (s->pull == fd_pull && c->regular) /* the file itself, not a decoded layer: offsets are the file's */
+        if (s->pull == fd_pull && c->regular) { /* the file itself, not a decoded layer */
             s->pread_fd = ((const fd_src *)s->ud)->fd;
+            s->pread_at = ((const fd_src *)s->ud)->start;
+        }
         return deliver(c, s, outer, member, *comp ? comp : "text");
     case K_GZIP:
     case K_ZSTD:
@@ -563,7 +567,6 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
 }
 
 /* ---- entry points ----------------------------------------------------------------------------- */
-
 
 static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
 {
@@ -635,7 +638,8 @@ static oomscan_status open_fd(int fd, const char *name, const input_limits *lim,
     }
     input_ctx c = {.path = shown, .fn = fn, .ud = ud, .diag = diag, .regular = regular, .nested_st = OOMSCAN_OK};
     limits_fill(&c.lim, lim);
-    fd_src src = {fd, &c};
+    off_t at = regular ? lseek(fd, 0, SEEK_CUR) : -1;
+    fd_src src = {fd, &c, at > 0 ? (uint64_t)at : 0};
     input_stream s;
     stream_init(&s, fd_pull, &src);
     oomscan_status st = layer(&c, &s, NULL, NULL, "", 0, 0);
