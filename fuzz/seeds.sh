@@ -2,16 +2,19 @@
 # seeds.sh OOMSCAN OUT - seed corpora for the fuzz targets, made from fixtures/ and patterns/: OUT/<target>/.
 # A target's seeds are the inputs it reads in real use: logs in every container (pipeline), pattern data
 # files (patterns: first byte = the folder, see fuzz_patterns.c), state files and NDJSON records that
-# oomscan itself wrote over the fixtures (state, merge), crash dumps (pickle).
+# oomscan itself wrote over the fixtures (state, merge), crash dumps (pickle), logs after a first byte
+# that picks how they are read (scan: fuzz_scan.c).
 set -eu
 oomscan=$1 out=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
 g=$src/fixtures/golden
-mkdir -p "$out/pipeline" "$out/patterns" "$out/state" "$out/merge" "$out/pickle"
+mkdir -p "$out/pipeline" "$out/patterns" "$out/state" "$out/merge" "$out/pickle" "$out/scan"
 i=0
 for f in "$g"/*.log; do
   i=$((i + 1))
   cp "$f" "$out/pipeline/log$i"
+  # scan: a first byte that picks the read size and the history's source (fuzz_scan.c), then the log
+  { printf "\\$(printf '%03o' $(( (i * 37) % 256 )))"; cat "$f"; } > "$out/scan/log$i"
   # one compressed form each, in turn, so every decoder has seeds
   case $((i % 4)) in
     0) gzip -c "$f" > "$out/pipeline/log$i.gz" ;;
@@ -23,6 +26,13 @@ for f in "$g"/*.log; do
   "$oomscan" -f ndjson "$f" > "$out/merge/rec$i" 2> /dev/null || true
   "$oomscan" -f ndjson --state "$out/state/state$i" "$f" > /dev/null 2>&1 || true
   rm -f "$out/state/state$i.lock"
+done
+# scan: logs that print settings too, so that the windows have names to read
+j=0
+for f in $(grep -rlE 'ppo_micro_batch_size_per_gpu|gpu_memory_utilization|param_offload|max_num_seqs|gradient_accumulation_steps' \
+             "$src/fixtures" --include='*.log' | sort | head -n 16); do
+  j=$((j + 1))
+  { printf "\\$(printf '%03o' $(( (j * 53) % 256 )))"; cat "$f"; } > "$out/scan/settings$j"
 done
 tar -C "$g" -czf "$out/pipeline/job.tar.gz" $(cd "$g" && ls *.log | head -n 3)
 (cd "$g" && zip -q "$out/pipeline/job.zip" $(ls *.log | head -n 2))
@@ -36,4 +46,4 @@ done
 if [ -d "$src/fixtures/dumps" ]; then
   find "$src/fixtures/dumps" -type f -size -1M | while read -r f; do cp "$f" "$out/pickle/$(basename "$f")"; done
 fi
-echo "seeds: $(ls "$out/pipeline" | wc -l) pipeline, $(ls "$out/patterns" | wc -l) patterns, $(ls "$out/state" | wc -l) state, $(ls "$out/merge" | wc -l) merge, $(ls "$out/pickle" | wc -l) pickle"
+echo "seeds: $(ls "$out/pipeline" | wc -l) pipeline, $(ls "$out/patterns" | wc -l) patterns, $(ls "$out/state" | wc -l) state, $(ls "$out/merge" | wc -l) merge, $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/scan" | wc -l) scan"

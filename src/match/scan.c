@@ -171,6 +171,7 @@ struct scanner {
      * searched again for them alone (settings_windows). Every setting in a window before set_read_to
      * has been read; set_open_until is where the last failure's window ends. */
     uint64_t set_head_end, set_read_to, set_open_until;
+    uint64_t win_head, win_before, win_after; /* the windows' sizes (scanner_settings_windows) */
     int set_lean;
     const prefilter *pf_lean, *pf_names; /* the database's (pdb_prefilter_lean), once a source needed them */
     config_tracker *set_tr; /* the windows' own: reset at each, it reads back as a lost tracker does */
@@ -232,6 +233,7 @@ scanner *scanner_new(const pdb *db)
     sc->buf = sc->mem = buffer_new();
     sc->info = calloc(db->n_literals ? db->n_literals : 1, sizeof *sc->info);
     sc->set_tr = config_tracker_new();
+    scanner_settings_windows(sc, SCAN_SETTINGS_HEAD, SCAN_SETTINGS_BEFORE, SCAN_SETTINGS_AFTER);
     if (!sc->m || !sc->cl || !sc->buf || !sc->info || !sc->set_tr) {
         scanner_free(sc);
         return NULL;
@@ -249,6 +251,13 @@ scanner *scanner_new(const pdb *db)
             f->names |= l->targets[k].kind == LIT_CONFIG;
     }
     return sc;
+}
+
+void scanner_settings_windows(scanner *sc, uint64_t head, uint64_t before, uint64_t after)
+{
+    sc->win_head = head;
+    sc->win_before = before < SCAN_SETTINGS_BEFORE ? before : SCAN_SETTINGS_BEFORE; /* what the ring holds */
+    sc->win_after = after;
 }
 
 void scanner_free(scanner *sc)
@@ -946,14 +955,14 @@ static void settings_windows(scanner *sc, size_t end)
         return;
     uint64_t e = sc->base + end, first, last, until = sc->set_open_until;
     if (classify_failures_take(sc->cl, &first, &last)) {
-        uint64_t lo = first > SCAN_SETTINGS_BEFORE ? first - SCAN_SETTINGS_BEFORE : 0;
+        uint64_t lo = first > sc->win_before ? first - sc->win_before : 0;
         if (lo > until) { /* apart from the earlier window: its rest first */
             window_read(sc, end, sc->set_read_to, until < e ? until : e);
             if (sc->set_read_to < lo)
                 sc->set_read_to = lo;
         }
-        if (last + SCAN_SETTINGS_AFTER > until)
-            until = sc->set_open_until = last + SCAN_SETTINGS_AFTER;
+        if (last + sc->win_after > until)
+            until = sc->set_open_until = last + sc->win_after;
     }
     if (!sc->status)
         window_read(sc, end, sc->set_read_to, until < e ? until : e);
@@ -1151,7 +1160,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     if (src->time0)
         sc->clock.last = *src->time0;
     classifier_begin(sc->cl, src, ps, sink);
-    sc->set_head_end = sc->db->n_config_lits ? src->base_offset + SCAN_SETTINGS_HEAD : UINT64_MAX;
+    sc->set_head_end = sc->db->n_config_lits ? src->base_offset + sc->win_head : UINT64_MAX;
     sc->set_read_to = sc->set_head_end;
     sc->set_open_until = 0;
     sc->set_tr_at = UINT64_MAX;

@@ -58,6 +58,11 @@ typedef struct {
 scanner *scanner_new(const pdb *db);
 void scanner_free(scanner *sc);
 
+/* The settings windows' sizes for the next sources, in bytes (SCAN_SETTINGS_*: the defaults;
+ * `before` at most SCAN_SETTINGS_BEFORE). Smaller ones bring the window code to small inputs: the
+ * fuzz target that compares read sizes, and tests. */
+void scanner_settings_windows(scanner *sc, uint64_t head, uint64_t before, uint64_t after);
+
 /* Give the scanner a helper thread (for one input when a core is spare): each buffer's prefilter pass
  * is split in two halves run at once, and the hits are replayed in order, so findings, line numbers
  * and output are exactly those of one thread. `cores`: how many this scanner's input may keep busy,
