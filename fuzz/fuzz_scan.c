@@ -1,7 +1,7 @@
 /* fuzz_scan.c - the scanner's settings windows (src/match/scan.h) on arbitrary text. The windows are
  * shrunk (a 256-byte head, 192 bytes before a failure, 384 after) so that small inputs reach them, and
  * the input is scanned as a live stream, a region per read, so that a window spans regions: the first
- * byte picks the read size (1 to 4096 bytes) and whether the bytes before a window come from the ring
+ * byte picks the read size (1 to 4065 bytes) and whether the bytes before a window come from the ring
  * or are read again from the input (a regular file's path). The sanitizers are the oracle; the
  * settings read are also walked, so a bad entry is touched. */
 #include <stdint.h>
