@@ -391,7 +391,7 @@ static size_t part_hit(void *ud, size_t lit, size_t pos)
     pf_part *p = ud;
     const pdb_literal *l = &p->db->literals[lit];
     int config = 0, other = 0;
-    for (size_t k = 0; k < l->n_targets; k++)
+    for (size_t k = 0; k < l->n_targets; k++) /* counted here, not with pdb_literal_*: the test's own reading */
         l->targets[k].kind == LIT_CONFIG ? config++ : other++;
     if (p->names ? config > 0 : other > 0)
         digest_hit(&p->d, lit, pos);

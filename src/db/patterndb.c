@@ -1508,8 +1508,7 @@ static int blob_part(const unsigned char *b, size_t len, int which, const unsign
     return 1;
 }
 
-/* A literal whose every target is a setting's name: read only inside the settings windows (scan.h). */
-static int settings_only(const pdb_literal *l)
+int pdb_literal_settings_only(const pdb_literal *l)
 {
     for (size_t k = 0; k < l->n_targets; k++)
         if (l->targets[k].kind != LIT_CONFIG)
@@ -1517,7 +1516,7 @@ static int settings_only(const pdb_literal *l)
     return l->n_targets > 0;
 }
 
-static int names_a_setting(const pdb_literal *l)
+int pdb_literal_names_setting(const pdb_literal *l)
 {
     for (size_t k = 0; k < l->n_targets; k++)
         if (l->targets[k].kind == LIT_CONFIG)
@@ -1540,11 +1539,11 @@ static void build_settings_prefilters(pdb *db)
     }
     for (size_t i = 0; i < db->n_literals; i++) {
         const pdb_literal *l = &db->literals[i];
-        if (!settings_only(l)) {
+        if (!pdb_literal_settings_only(l)) {
             lean[n_lean] = l->text;
             lean_ids[n_lean++] = i;
         }
-        if (names_a_setting(l)) {
+        if (pdb_literal_names_setting(l)) {
             names[n_names] = l->text;
             name_ids[n_names++] = i;
         }

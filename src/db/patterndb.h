@@ -237,6 +237,11 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag);
 void pdb_load_advice(const pdb *db);
 const cJSON *pdb_conclusions(const pdb *db);
 
+/* Whether a literal names a setting (one of its targets is LIT_CONFIG: pf_names holds it), and whether
+ * it does nothing else (every target is: pf_lean leaves it out). */
+int pdb_literal_names_setting(const pdb_literal *l);
+int pdb_literal_settings_only(const pdb_literal *l);
+
 /* pf_lean and pf_names of a compiled `db`, built at the first call (thread-safe); NULL when it names
  * no setting, or out of memory (then settings are read with pf, everywhere). */
 const prefilter *pdb_prefilter_lean(const pdb *db);

@@ -247,8 +247,7 @@ scanner *scanner_new(const pdb *db)
         /* a Ray prefix on every line of a worker's output: its vote counted at once */
         int fw = f->cheap == CHEAP_VOTES && l->n_targets == 1 ? db->fw_rules[l->targets[0].index].framework : -1;
         f->vote = (int8_t)(fw >= 0 && fw < 127 ? fw : -1);
-        for (size_t k = 0; k < l->n_targets; k++)
-            f->names |= l->targets[k].kind == LIT_CONFIG;
+        f->names = (uint8_t)pdb_literal_names_setting(l);
     }
     return sc;
 }
