@@ -634,6 +634,125 @@ START_TEST(test_phase_weak_pattern_phase_gives_way_to_frames)
 }
 END_TEST
 
+/* The OOM line of verl-project/verl#2828 (fixtures/corpus/cuda_oom-verl-2828.log) */
+#define OOM_2828 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB. GPU 0 has a total capacity of 79.11 GiB of which 8.85 GiB is free. Process 23444 has 70.25 GiB memory in use. Of the allocated memory 60.49 GiB is allocated by PyTorch, and 6.77 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n"
+
+/* The lexicon under the rules: a database with one exact rule and a few stems (lexicon.json's shape). */
+static const char PH_LEXICON[] =
+    "{\"format\":\"oomscan-lexicon/1\",\"skip_paths\":[\"torch/utils/checkpoint\"],"
+    "\"task_markers\":[{\"literal\":\"ray::\"}],\"stems\":["
+    "{\"words\":\"log prob*\",\"phase\":\"log_probs\"},{\"words\":\"logprob*\",\"phase\":\"log_probs\"},"
+    "{\"words\":\"micro batch\",\"phase\":\"rollout\"},"
+    "{\"words\":\"forward micro batch\",\"phase\":null},"
+    "{\"words\":\"all gather*\",\"phase\":\"communication\",\"level\":\"fallback\"},"
+    "{\"words\":\"checkpoint\",\"phase\":\"checkpoint\"},"
+    "{\"words\":\"dataset\",\"phase\":\"data_loading\",\"level\":\"weak\"},"
+    "{\"words\":\"preprocess*\",\"phase\":\"data_loading\"}]}";
+
+static run_out run_lex(const char *text)
+{
+    pdb *db = pdb_new();
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "test.json", PH_PATTERNS, sizeof PH_PATTERNS - 1, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_load_text(db, "prefixes.json", PH_PREFIXES, sizeof PH_PREFIXES - 1, &d), OOMSCAN_OK);
+    ck_assert_int_eq(pdb_load_text(db, "phases.json", PH_PHASES, sizeof PH_PHASES - 1, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_load_text(db, "lexicon.json", PH_LEXICON, sizeof PH_LEXICON - 1, &d) == OOMSCAN_OK, "%s", d.msg);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    return scan_text(db, text, strlen(text), 0, 0);
+}
+
+/* NVIDIA-NeMo/RL#1178's frames (no rule names get_logprobs), then the OOM line of verl-project/verl#2828 */
+static const char NEMO_1178[] =
+    "Traceback (most recent call last):\n"
+    "  File \"/lustre/fsw/portfolios/coreai/users/alexq/RL-dev/nemo_rl/algorithms/grpo.py\", line 783, in grpo_train\n"
+    "    fprop_logprobs = policy.get_logprobs(train_data)[\"logprobs\"]\n"
+    "  File \"/lustre/fsw/portfolios/coreai/users/alexq/RL-dev/nemo_rl/models/policy/lm_policy.py\", line 268, in get_logprobs\n"
+    "    self.worker_group.get_all_worker_results(futures)\n"
+    OOM_2828;
+
+START_TEST(test_phase_lexicon_reads_names_no_rule_knows)
+{
+    run_out o = run_lex(NEMO_1178);
+    const finding *f = only(&o, CLS_CUDA_OOM);
+    ck_assert_int_eq(f->phase, PH_LOG_PROBS);
+    ck_assert_int_eq(f->phase_weak, 0);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "get_logprobs"));
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "\"logprob*\""));
+    done(&o);
+    /* without the lexicon the same log has no phase: the reading is the lexicon's */
+    o = run(NEMO_1178);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+/* verl-project/verl#2828: _forward_micro_batch serves log-probs and training; the ambiguous stem
+ * "forward micro batch" blocks the (test-only) "micro batch" inside it, and the outer frame decides */
+static const char VERL_2828[] =
+    "Traceback (most recent call last):\n"
+    "  File \"/verl/verl/workers/fsdp_workers.py\", line 782, in compute_log_prob\n"
+    "    output, entropys = self.actor.compute_log_prob(data=data, calculate_entropy=True)\n"
+    "  File \"/verl/verl/workers/actor/dp_actor.py\", line 266, in _forward_micro_batch\n"
+    "    output = self.actor_module(\n"
+    OOM_2828;
+
+START_TEST(test_phase_lexicon_ambiguous_name_blocks_its_parts)
+{
+    run_out o = run_lex(VERL_2828);
+    const finding *f = only(&o, CLS_CUDA_OOM);
+    ck_assert_int_eq(f->phase, PH_LOG_PROBS);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "compute_log_prob"));
+    done(&o);
+}
+END_TEST
+
+/* An exact rule anywhere in the stack beats a stem (loss.backward() under a log-prob-named caller),
+ * and the last of the strongest readings decides within a name (preprocess_dataset: preprocessing) */
+START_TEST(test_phase_lexicon_under_the_rules_and_strongest_last)
+{
+    run_out o = run_lex("Traceback (most recent call last):\n"
+                        "  File \"/x/train.py\", line 1, in compute_log_prob\n"
+                        "    loss.backward()\n"
+                        OOM_2828);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_BACKWARD);
+    done(&o);
+    /* hiyouga/LLaMA-Factory (fixtures/heldout6/nccl_error-pytorch-111187.log): a strong reading, not the weak one after it */
+    o = run_lex("Traceback (most recent call last):\n"
+                "  File \"/mnt/c/Users/marco/Desktop/finetunegpl/LLaMA-Efficient-Tuning/src/llmtuner/dsets/preprocess.py\", line 216, in preprocess_dataset\n"
+                "    dataset = dataset.map(\n"
+                OOM_2828);
+    const finding *f = only(&o, CLS_CUDA_OOM);
+    ck_assert_int_eq(f->phase, PH_DATA_LOADING);
+    ck_assert_int_eq(f->phase_weak, 0);
+    done(&o);
+    /* a skipped path is not read: activation checkpointing is no checkpoint */
+    o = run_lex("Traceback (most recent call last):\n"
+                "  File \"/usr/lib/python3/dist-packages/torch/utils/checkpoint.py\", line 1, in checkpoint\n"
+                "    return CheckpointFunction.apply(function, preserve, *args)\n"
+                OOM_2828);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
+/* hiyouga/EasyR1#427: Ray's task header names the method; no traceback frame says more */
+START_TEST(test_phase_lexicon_reads_ray_task_methods)
+{
+    run_out o = run_lex("ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_ref_compute_log_probs() "
+                        "(pid=33458, ip=172.17.0.2, actor_id=11af29bb9fed89a5977131d901000000)\n"
+                        OOM_2828);
+    const finding *f = only(&o, CLS_CUDA_OOM);
+    ck_assert_int_eq(f->phase, PH_LOG_PROBS);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "Ray task actor_rollout_ref_compute_log_probs"));
+    done(&o);
+    /* a method with no reading (ray::Runner.run) gives nothing */
+    o = run_lex("ray.exceptions.RayTaskError(OutOfMemoryError): ray::Runner.run() (pid=16098, ip=172.17.0.2)\n"
+                OOM_2828);
+    ck_assert_int_eq(only(&o, CLS_CUDA_OOM)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -652,6 +771,10 @@ int main(void)
     tcase_add_test(tc, test_phase_frame_condition_is_checked_when_loaded);
     tcase_add_test(tc, test_phase_frames_a_terminal_wrapped_are_joined);
     tcase_add_test(tc, test_phase_weak_pattern_phase_gives_way_to_frames);
+    tcase_add_test(tc, test_phase_lexicon_reads_names_no_rule_knows);
+    tcase_add_test(tc, test_phase_lexicon_ambiguous_name_blocks_its_parts);
+    tcase_add_test(tc, test_phase_lexicon_under_the_rules_and_strongest_last);
+    tcase_add_test(tc, test_phase_lexicon_reads_ray_task_methods);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -129,6 +129,18 @@ void pdb_free(pdb *db)
         cJSON_Delete(db->fw_rules[i].not_samples);
     }
     free(db->fw_rules);
+    for (size_t i = 0; i < db->n_stems; i++) {
+        free(db->stems[i].text);
+        for (size_t w = 0; w < db->stems[i].n_words; w++)
+            free(db->stems[i].words[w]);
+        free(db->stems[i].file);
+        cJSON_Delete(db->stems[i].samples);
+        cJSON_Delete(db->stems[i].not_samples);
+    }
+    free(db->stems);
+    for (size_t i = 0; i < db->n_lex_skip_paths; i++)
+        free(db->lex_skip_paths[i]);
+    free(db->lex_skip_paths);
     for (size_t i = 0; i < db->n_versions; i++) {
         free(db->versions[i].literal);
         free(db->versions[i].component);
@@ -579,6 +591,109 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
     return OOMSCAN_OK;
 }
 
+/* ---- the phase lexicon (lexicon.json) ------------------------------------------------------ */
+
+/* "log prob*" -> words "log", "prob" (prefix); lower case, at most PDB_STEM_WORDS words. */
+static int split_stem(pdb_stem *st, const char *text)
+{
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        size_t n = (size_t)(e - p);
+        int pre = n > 1 && p[n - 1] == '*';
+        if (st->n_words == PDB_STEM_WORDS || n - (size_t)pre == 0)
+            return -1;
+        char *w = strndup(p, n - (size_t)pre);
+        if (!w)
+            return -2;
+        for (char *q = w; *q; q++) {
+            if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))) {
+                free(w);
+                return -1; /* tokens are lower-case letters and digits: anything else never matches */
+            }
+        }
+        st->prefix[st->n_words] = (unsigned char)pre;
+        st->words[st->n_words++] = w;
+        p = e;
+    }
+    return st->n_words ? 0 : -1;
+}
+
+static oomscan_status load_lexicon(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
+{
+    static const char *const levels[] = {"strong", "fallback", "weak"}; /* STEM_STRONG.. order */
+    const cJSON *j;
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "stems"))
+    {
+        const char *words = jstr(j, "words"), *level = jstr(j, "level"), *where = jstr(j, "where");
+        char name[200];
+        rule_name(name, sizeof name, "stems", NULL, words);
+        int ok, ph = phase_of(j, &ok);
+        if (!words || !ok)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs \"words\" and a known phase (or null)", name);
+        GROW(db->stems, db->n_stems, 0);
+        pdb_stem *st = &db->stems[db->n_stems++];
+        st->phase = ph;
+        st->level = -1;
+        for (int k = 0; k < 3; k++)
+            if (level && strcmp(level, levels[k]) == 0)
+                st->level = k;
+        if (!level)
+            st->level = STEM_STRONG;
+        if (st->level < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"level\" is strong, fallback or weak", name);
+        st->where = where ? 0 : STEM_IN_FUNC | STEM_IN_CALL | STEM_IN_TASK;
+        for (const char *w = where; w && *w; w++)
+            st->where |= *w == 'f' ? STEM_IN_FUNC : *w == 'c' ? STEM_IN_CALL : *w == 't' ? STEM_IN_TASK : 0x80;
+        if (st->where & 0x80 || !st->where)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"where\" is letters of f (function), c (call), t (task)", name);
+        int sp = split_stem(st, words);
+        if (sp == -2 || !(st->text = strdup(words)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        if (sp < 0)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
+                            "%s: 1 to %d lower-case words of letters and digits, a trailing * for a prefix", name,
+                            PDB_STEM_WORDS);
+        oomscan_status s = keep_samples(j, file, name, &st->file, &st->samples, &st->not_samples, diag);
+        if (s)
+            return s;
+    }
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "skip_paths"))
+    {
+        if (!cJSON_IsString(j) || !*j->valuestring)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "skip_paths: strings only");
+        GROW(db->lex_skip_paths, db->n_lex_skip_paths, 0);
+        if (!(db->lex_skip_paths[db->n_lex_skip_paths++] = strdup(j->valuestring)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+    }
+    /* Task markers: a literal after which an identifier is read with the lexicon (Ray's "ray::"). */
+    cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "task_markers"))
+    {
+        const char *lit = jstr(j, "literal");
+        char name[200];
+        rule_name(name, sizeof name, "task_markers", NULL, lit);
+        if (!lit || strlen(lit) < 4)
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
+        GROW(db->markers, db->n_markers, 0);
+        pdb_marker *m = &db->markers[db->n_markers++];
+        m->phase = -1;
+        m->framework = -1;
+        m->lexicon = 1;
+        if (!(m->literal = strdup(lit)))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
+        oomscan_status s = keep_samples(j, file, name, &m->file, &m->samples, &m->not_samples, diag);
+        if (s)
+            return s;
+    }
+    return OOMSCAN_OK;
+}
+
 static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *file, oomscan_diag *diag)
 {
     const cJSON *rules = cJSON_GetObjectItemCaseSensitive(doc, "rules");
@@ -869,6 +984,8 @@ static oomscan_status load_doc(pdb *db, const char *file, const char *text, size
         st = load_phases(db, doc, file, diag);
     else if (strcmp(format, "oomscan-frameworks/1") == 0)
         st = load_frameworks(db, doc, file, diag);
+    else if (strcmp(format, "oomscan-lexicon/1") == 0)
+        st = load_lexicon(db, doc, file, diag);
     else if (strcmp(format, "oomscan-remediation/1") == 0)
         st = load_checklist(db, doc, file, diag);
     else if (strcmp(format, "oomscan-xid/1") == 0)
@@ -881,7 +998,7 @@ static oomscan_status load_doc(pdb *db, const char *file, const char *text, size
         st = load_conclusions(db, doc, file, diag);
     else
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "unknown format \"%s\" (this oomscan reads "
-                      "oomscan-patterns/1, -prefixes/1, -phases/1, -frameworks/1, -remediation/1, -steps/1, -diagnosis/1, -xid/1, -versions/1)", format);
+                      "oomscan-patterns/1, -prefixes/1, -phases/1, -lexicon/1, -frameworks/1, -remediation/1, -steps/1, -diagnosis/1, -xid/1, -versions/1)", format);
     cJSON_Delete(doc);
     return st;
 }

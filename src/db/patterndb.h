@@ -103,6 +103,23 @@ typedef struct {
                     * when nothing stronger decides, the first listed rule winning within a frame */
 } pdb_frame_rule;
 
+/* A stem of the phase lexicon (patterns/context/lexicon.json): words that name a phase wherever they
+ * stand in a function's, a called name's or a Ray task's identifier (match/lexicon.h reads them). */
+#define PDB_STEM_WORDS 4
+enum { STEM_STRONG, STEM_FALLBACK, STEM_WEAK };          /* how far the words are from the phase */
+enum { STEM_IN_FUNC = 1, STEM_IN_CALL = 2, STEM_IN_TASK = 4 }; /* where the words may be read */
+typedef struct {
+    char *text;                   /* the stem as written ("log prob*"), for evidence and messages */
+    char *words[PDB_STEM_WORDS];  /* lower case; a word of `prefix` matches a token it begins */
+    unsigned char prefix[PDB_STEM_WORDS];
+    size_t n_words;
+    int phase;    /* tax_phase, or -1: an ambiguous reading that says nothing and blocks its parts */
+    int level;    /* STEM_STRONG, STEM_FALLBACK (only when nothing else in the stack decides), STEM_WEAK */
+    unsigned where;
+    char *file;
+    cJSON *samples, *not_samples;
+} pdb_stem;
+
 typedef struct {
     char *literal;
     int phase;     /* tax_phase, or -1: "a phase ended" */
@@ -110,6 +127,8 @@ typedef struct {
     int weak;      /* "confidence": "weak": counts only close before the failure, and only when no
                     * stronger evidence decides (docs/phases.md) */
     long reach;    /* "reach": speaks only for failures this many lines after it (0: until the next marker) */
+    int lexicon;   /* from lexicon.json "task_markers": the identifier after the literal (a Ray task's
+                    * Class.method) is read with the lexicon; phase is -1 and means nothing here */
     int late;      /* "late": true: printed after the failure it explains (Ray's memory table): names the
                     * phase of the failure just above it on the stream, within `reach` lines */
     char *file;
@@ -170,6 +189,10 @@ typedef struct pdb {
     size_t n_markers;
     pdb_fw_rule *fw_rules;
     size_t n_fw_rules;
+    pdb_stem *stems;
+    size_t n_stems;
+    char **lex_skip_paths; /* lexicon.json "skip_paths": frames under these paths are not read as words */
+    size_t n_lex_skip_paths;
     pdb_version_rule *versions;
     size_t n_versions;
     pdb_xid *xids;

@@ -202,6 +202,16 @@ oomscan_status classify_window_setting(classifier *c, config_tracker *tr, const 
     return OOMSCAN_OK;
 }
 
+/* A task marker's line: the identifier after its literal is read by the lexicon (phase_task_marker). */
+static void task_marker(classifier *c, const char *line, size_t n, size_t marker, uint64_t lineno)
+{
+    const char *lit = c->db->markers[marker].literal;
+    size_t k = strlen(lit);
+    const char *p = memmem(line, n, lit, k);
+    if (p)
+        phase_task_marker(c->ps, p + k, n - (size_t)(p + k - line), lineno);
+}
+
 oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, size_t pos, uint64_t line, size_t *ls,
                               size_t le)
 {
@@ -209,6 +219,11 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
     for (size_t k = 0; k < l->n_targets; k++) {
         const pdb_target *tg = &l->targets[k];
         if (tg->kind == LIT_MARKER) {
+            if (c->db->markers[tg->index].lexicon) {
+                if (*ls == SIZE_MAX)
+                    *ls = lines_bol(v->buf, 0, pos);
+                task_marker(c, (const char *)v->buf + *ls, le - *ls, tg->index, line);
+            }
             phase_marker(c->ps, tg->index, line);
             continue;
         }
@@ -408,6 +423,8 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
             case LIT_MARKER:
                 if (db->markers[tg->index].late && late_marker(c, li, tg->index))
                     st = OOMSCAN_ERR_NOMEM;
+                if (db->markers[tg->index].lexicon)
+                    task_marker(c, (const char *)v->buf + li->start, li->end - li->start, tg->index, li->line);
                 phase_marker(c->ps, tg->index, li->line); /* a late one only goes to its own slot */
                 break;
             case LIT_FRAMEWORK:

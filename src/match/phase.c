@@ -1,6 +1,8 @@
 /* phase.c - phase attribution from tracebacks and markers. */
 #include "match/phase.h"
 
+#include "match/lexicon.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +22,12 @@ typedef struct {
     int fallback;   /* the best fallback rule ("only when nothing better"), -1 none */
     int weak;       /* the first matching weak rule (phase_confidence "weak"), -1 none */
     int fw;         /* framework from a path rule */
+    int lex;        /* the lexicon stem (db->stems) its called name or function reads as, -1 none */
     uint32_t hints; /* the db->hints this frame satisfies (a pattern's "in_traceback") */
     uint64_t line;
     char func[64];
     char file[96];  /* last part of the path, for evidence */
+    char word[64];  /* the name the lexicon read (the call or the function) */
 } frame;
 
 typedef struct {
@@ -47,6 +51,9 @@ struct phase_state {
     uint64_t weak_marker_line;
     int late_marker;     /* last late marker (scan.c acts on it for the failure above); never decides here */
     uint64_t late_marker_line;
+    int task_stem;       /* the lexicon stem a Ray task's method read as (phase_task_marker), -1 none */
+    uint64_t task_line;
+    char task_word[64];
     uint32_t votes[FW__COUNT];
 };
 
@@ -83,6 +90,8 @@ void phase_reset_source(phase_state *ps)
     ps->weak_marker_line = 0;
     ps->late_marker = -1;
     ps->late_marker_line = 0;
+    ps->task_stem = -1;
+    ps->task_line = 0;
 }
 
 static tb_slot *slot_for(phase_state *ps, const char *key, int create)
@@ -199,6 +208,27 @@ int phase_path_framework(const pdb *db, const char *path, size_t path_len)
     return best;
 }
 
+int phase_frame_stem(const pdb *db, const char *path, size_t path_len, const char *func, size_t func_len,
+                     const char *code, size_t code_len, char *word, size_t cap)
+{
+    if (!db->n_stems || (path && lexicon_skips_path(db, path, path_len)))
+        return -1;
+    const char *w = NULL;
+    size_t wl = 0;
+    int st = code ? lexicon_read_code(db, code, code_len, &w, &wl) : -1;
+    if (st < 0 || db->stems[st].phase < 0) {
+        /* the call says nothing (or is ambiguous): the function it stands in may */
+        st = func ? lexicon_read(db, func, func_len, STEM_IN_FUNC) : -1;
+        w = func;
+        wl = func_len;
+    }
+    if (st < 0 || db->stems[st].phase < 0)
+        return -1;
+    if (cap)
+        snprintf(word, cap, "%.*s", (int)(wl < cap - 1 ? wl : cap - 1), w);
+    return st;
+}
+
 void phase_frame(phase_state *ps, const char *key, const char *path, size_t path_len, const char *func,
                  size_t func_len, const char *code, size_t code_len, uint64_t line)
 {
@@ -235,6 +265,7 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
     for (size_t h = 0; h < db->n_hints; h++)
         if (frame_has(db->hints[h].kind, db->hints[h].value, path, path_len, func, func_len, code, code_len))
             f->hints |= 1u << h;
+    f->lex = phase_frame_stem(db, path, path_len, func, func_len, code, code_len, f->word, sizeof f->word);
     if (f->fw >= 0)
         ps->votes[f->fw]++;
     if (s->other)
@@ -258,6 +289,8 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
 
 void phase_marker(phase_state *ps, size_t marker, uint64_t line)
 {
+    if (ps->db->markers[marker].lexicon)
+        return; /* its phase comes from the words after it (phase_task_marker), none from the literal */
     if (ps->db->markers[marker].late) {
         ps->late_marker = (int)marker;
         ps->late_marker_line = line;
@@ -273,38 +306,86 @@ void phase_marker(phase_state *ps, size_t marker, uint64_t line)
         ps->votes[fw]++;
 }
 
+void phase_task_marker(phase_state *ps, const char *after, size_t n, uint64_t line)
+{
+    const char *w;
+    size_t wl;
+    int st = lexicon_read_task(ps->db, after, n, &w, &wl);
+    if (st < 0 || ps->db->stems[st].phase < 0)
+        return;
+    ps->task_stem = st;
+    ps->task_line = line;
+    snprintf(ps->task_word, sizeof ps->task_word, "%.*s", (int)(wl < 63 ? wl : 63), w);
+}
+
+/* A task method read as a phase speaks for failures this close after it (the task's own error block,
+ * its traceback and the worker's lines around it). */
+#define TASK_REACH 200
+
+static int task_speaks(const phase_state *ps, uint64_t line, int weak, phase_answer *out)
+{
+    if (ps->task_stem < 0 || line < ps->task_line || line - ps->task_line > TASK_REACH)
+        return 0;
+    const pdb_stem *st = &ps->db->stems[ps->task_stem];
+    if ((st->level == STEM_WEAK) != weak)
+        return 0;
+    out->phase = (tax_phase)st->phase;
+    out->weak = weak;
+    snprintf(out->evidence, sizeof out->evidence, "%sRay task %s (line %llu): the words \"%s\" name %s",
+             weak ? "weak: " : "", ps->task_word, (unsigned long long)ps->task_line, st->text,
+             tax_phase_human((tax_phase)st->phase));
+    return 1;
+}
+
 void phase_framework_vote(phase_state *ps, int framework)
 {
     if (framework >= 0 && framework < FW__COUNT)
         ps->votes[framework]++;
 }
 
-/* The phase from a slot's frames: innermost mapped frame first; with passes == 2, fallback rules in a
- * second pass. Fills out (and its framework from the frames' paths even without a phase); 1 if a rule
- * decided. `after` ends the evidence. */
-static int decide_frames(const phase_state *ps, const tb_slot *s, int passes, const char *after, phase_answer *out)
+/* What decides within a traceback, strongest first: the exact rules, the lexicon's strong stems, the
+ * fallback rules, the lexicon's fallback stems (collectives), then, one inference step away, the
+ * lexicon's weak stems and the weak rules. Within a tier the innermost frame wins. */
+enum { T_RULE, T_STEM, T_FALLBACK, T_STEM_FALLBACK, T_STEM_WEAK, T_WEAK, T__COUNT };
+#define T_STRONG_END T_STEM_WEAK /* the tiers that give a strong answer end here */
+
+/* The phase from a slot's frames, trying tiers [0, tiers). Fills out (and its framework from the
+ * frames' paths even without a phase); 1 if a tier decided. `after` ends the evidence. */
+static int decide_frames(const phase_state *ps, const tb_slot *s, int tiers, const char *after, phase_answer *out)
 {
     const pdb *db = ps->db;
     int fw = -1;
     for (size_t i = s->n; i-- > 0;)
         if (s->frames[i].fw >= 0 && fw < 0)
             fw = s->frames[i].fw;
-    for (size_t k = 0; k < (size_t)passes * s->n; k++) {
-        /* first pass: ordinary rules, innermost frame first; second pass: fallback rules */
-        size_t i = s->n - 1 - (k % s->n);
-        const frame *f = &s->frames[i];
-        int ri = k < s->n ? f->rule : k < 2 * s->n ? f->fallback : f->weak;
-        if (ri < 0)
-            continue;
-        const pdb_frame_rule *r = &db->frames[ri];
-        out->phase = (tax_phase)r->phase;
-        out->weak = r->fallback == 2;
-        out->framework = r->framework >= 0 ? r->framework : fw;
-        snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu)%s",
-                 s->first ? "faulthandler stack" : "traceback", r->kind == FRAME_CODE ? r->value : f->func, f->file,
-                 (unsigned long long)f->line, after);
-        return 1;
-    }
+    static const int stem_level[T__COUNT] = {-1, STEM_STRONG, -1, STEM_FALLBACK, STEM_WEAK, -1};
+    for (int t = 0; t < tiers; t++)
+        for (size_t i = s->n; i-- > 0;) {
+            const frame *f = &s->frames[i];
+            if (stem_level[t] >= 0) {
+                if (f->lex < 0 || db->stems[f->lex].level != stem_level[t])
+                    continue;
+                const pdb_stem *st = &db->stems[f->lex];
+                out->phase = (tax_phase)st->phase;
+                out->weak = t == T_STEM_WEAK;
+                out->framework = fw;
+                snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu): the words \"%s\" name %s%s",
+                         s->first ? "faulthandler stack" : "traceback", f->word, f->file, (unsigned long long)f->line,
+                         st->text, tax_phase_human((tax_phase)st->phase), after);
+                return 1;
+            }
+            int ri = t == T_RULE ? f->rule : t == T_FALLBACK ? f->fallback : f->weak;
+            if (ri < 0)
+                continue;
+            const pdb_frame_rule *r = &db->frames[ri];
+            out->phase = (tax_phase)r->phase;
+            out->weak = r->fallback == 2;
+            out->framework = r->framework >= 0 ? r->framework : fw;
+            snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu)%s",
+                     s->first ? "faulthandler stack" : "traceback", r->kind == FRAME_CODE ? r->value : f->func, f->file,
+                     (unsigned long long)f->line, after);
+            return 1;
+        }
     out->framework = fw;
     return 0;
 }
@@ -344,12 +425,17 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     out->framework = -1;
     const tb_slot *s = near_slot(ps, key, line);
     int near = s != NULL;
-    if (near && decide_frames(ps, s, 2, "", out))
+    if (near && decide_frames(ps, s, T_STRONG_END, "", out))
         return;
     if (pattern_phase >= 0 && !pattern_weak) {
         out->phase = (tax_phase)pattern_phase;
         snprintf(out->evidence, sizeof out->evidence, "the message itself is printed in %s",
                  tax_phase_human((tax_phase)pattern_phase));
+        if (out->framework < 0)
+            out->framework = engine;
+        return;
+    }
+    if (task_speaks(ps, line, 0, out)) {
         if (out->framework < 0)
             out->framework = engine;
         return;
@@ -367,7 +453,7 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     }
     /* Weak evidence, one inference step away: it gives way to anything above. */
     int fw = out->framework;
-    if (near && decide_frames(ps, s, 3, " (weak: the only clue)", out)) {
+    if (near && decide_frames(ps, s, T__COUNT, " (weak: the only clue)", out)) {
         out->weak = 1;
         return;
     }
@@ -377,6 +463,11 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
         out->weak = 1;
         snprintf(out->evidence, sizeof out->evidence, "weak: the message points to %s",
                  tax_phase_human((tax_phase)pattern_phase));
+        if (out->framework < 0)
+            out->framework = engine;
+        return;
+    }
+    if (task_speaks(ps, line, 1, out)) {
         if (out->framework < 0)
             out->framework = engine;
         return;
@@ -412,7 +503,7 @@ int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, ph
     /* Ordinary rules only: the stack may still be growing outward, and a fallback rule (a collective)
      * must not decide while an outer frame could still name the real phase. An ordinary rule matched
      * now is final, because every frame still to come is further out. */
-    if (!decide_frames(ps, s, 1, ", printed after the failure", out)) {
+    if (!decide_frames(ps, s, T_RULE + 1, ", printed after the failure", out)) {
         out->framework = -1;
         return 0;
     }

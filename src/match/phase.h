@@ -47,6 +47,16 @@ int phase_path_framework(const pdb *db, const char *path, size_t path_len);
 /* A progress marker (index into db->markers) seen at `line`. */
 void phase_marker(phase_state *ps, size_t marker, uint64_t line);
 
+/* A task marker (lexicon.json "task_markers", Ray's "ray::") at `line`: `after` is the text after its
+ * literal; the task's method is read with the lexicon and, when it names a phase, speaks for failures
+ * shortly after it (strong or weak as its stem). */
+void phase_task_marker(phase_state *ps, const char *after, size_t n, uint64_t line);
+
+/* The lexicon stem a frame reads as (its called name first, else its function), -1 when none or when
+ * its path is one the lexicon skips; the name read goes to word. For phase_frame and the checker. */
+int phase_frame_stem(const pdb *db, const char *path, size_t path_len, const char *func, size_t func_len,
+                     const char *code, size_t code_len, char *word, size_t cap);
+
 /* A framework rule (index into db->fw_rules) matched a line. */
 void phase_framework_vote(phase_state *ps, int framework);
 

@@ -13,6 +13,7 @@
 #include "match/lines.h"
 #include "match/match.h"
 #include "match/phase.h"
+#include "match/lexicon.h"
 #include "match/scan.h"
 #include "match/version.h"
 #include "story/story.h"
@@ -387,6 +388,45 @@ static void judge_frame(checker *c, const void *rule, const char *name, const ch
     }
 }
 
+/* The stem a lexicon sample reads as: a frame line's function, else (a line holding a task marker's
+ * literal) the Ray task's method, else a code line's first call that reads. -1 none. */
+static int stem_winner(checker *c, const char *raw)
+{
+    line_ctx ctx;
+    size_t n, pl, fl, wl;
+    const char *t = matcher_strip(c->m, raw, strlen(raw), &n, &ctx), *path, *func, *w;
+    char word[64];
+    if (memmem(t, n, PDB_FRAME_LITERAL, strlen(PDB_FRAME_LITERAL)) && lines_parse_frame(t, n, &path, &pl, &func, &fl))
+        return phase_frame_stem(c->db, path, pl, func, fl, NULL, 0, word, sizeof word);
+    (void)word;
+    for (size_t i = 0; i < c->db->n_markers; i++) {
+        const pdb_marker *m = &c->db->markers[i];
+        const char *p = m->lexicon ? memmem(t, n, m->literal, strlen(m->literal)) : NULL;
+        if (p) {
+            p += strlen(m->literal);
+            return lexicon_read_task(c->db, p, n - (size_t)(p - t), &w, &wl);
+        }
+    }
+    while (n && (*t == ' ' || *t == '\t'))
+        t++, n--;
+    return lexicon_read_code(c->db, t, n, &w, &wl);
+}
+
+/* A stem's sample must read as a stem of its phase and level; a not_sample must not. */
+static void judge_stem(checker *c, const void *rule, const char *name, const char *line, int yes, size_t *runs)
+{
+    const pdb_stem *st = rule;
+    ++*runs;
+    int w = stem_winner(c, line);
+    const pdb_stem *o = w >= 0 ? &c->db->stems[w] : NULL;
+    /* a stem that says nothing (an ambiguous name) proves itself by leaving its samples unread */
+    int mine = st->phase < 0 ? !o || o->phase < 0 : o && o->phase == st->phase && o->level == st->level;
+    if (yes && !mine)
+        problem(c, st->file, name, "its sample reads as %s: %.140s", o ? o->text : "no stem", line);
+    else if (!yes && mine)
+        problem(c, st->file, name, "reads a line it must not: %.160s", line);
+}
+
 /* The marker that decides a line scanned alone through the real scan path (markers act on the raw
  * line, in the prefilter's hit order; the last one acting wins), -1 none. */
 static int marker_winner(checker *c, const char *t)
@@ -401,6 +441,16 @@ static int marker_winner(checker *c, const char *t)
 static void judge_marker(checker *c, const void *rule, const char *name, const char *t, int yes, size_t *runs)
 {
     const pdb_marker *mk = rule;
+    if (mk->lexicon) { /* a task marker: its samples are tasks whose method reads as a phase */
+        int w = strstr(t, mk->literal) ? stem_winner(c, t) : -1;
+        int reads = w >= 0 && c->db->stems[w].phase >= 0;
+        ++*runs;
+        if (yes && !reads)
+            problem(c, mk->file, name, "its sample names no task whose method reads as a phase: %.140s", t);
+        else if (!yes && reads)
+            problem(c, mk->file, name, "reads a phase from a line it must not: %.160s", t);
+        return;
+    }
     ++*runs;
     int w = marker_winner(c, t);
     const pdb_marker *o = w >= 0 ? &c->db->markers[w] : NULL;
@@ -598,6 +648,11 @@ size_t oomscan_db_check(const oomscan_db *odb, oomscan_check_fn fn, void *ud, si
         pdb_marker_name(&db->markers[i], name, sizeof name);
         each_sample(&c, db->markers[i].file, name, db->markers[i].samples, db->markers[i].not_samples, judge_marker,
                     &db->markers[i], &runs);
+    }
+    for (size_t i = 0; i < db->n_stems; i++) {
+        snprintf(name, sizeof name, "stems \"%s\"", db->stems[i].text);
+        each_sample(&c, db->stems[i].file, name, db->stems[i].samples, db->stems[i].not_samples, judge_stem,
+                    &db->stems[i], &runs);
     }
     for (size_t i = 0; i < db->n_fw_rules; i++) {
         pdb_fw_rule_name(&db->fw_rules[i], name, sizeof name);
