@@ -156,6 +156,7 @@ START_TEST(test_remedy_steps_in_each_rl_frameworks_settings)
         {FW_RELAX, "relax", "--"},
         {FW_SLIME, "slime", "--"},
         {FW_TRL, "trl", ""},
+        {FW_NEMO_RL, "nemo_rl", "policy."},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *rem = remedy_json(r.db, &r.st->f[0], cases[i].fw);

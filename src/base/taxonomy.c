@@ -27,7 +27,7 @@ static const char *const phase_human[PH__COUNT] = {
 };
 static const char *const fw_names[FW__COUNT] = {
     "verl", "areal", "relax", "openrlhf", "slime", "trl", "deepspeed", "megatron", "vllm",
-    "sglang", "pytorch", "jax", "tensorflow", "unknown",
+    "sglang", "pytorch", "jax", "tensorflow", "unknown", "nemo_rl", "skyrl", /* added after unknown: docs/taxonomy.md */
 };
 
 static int lookup(const char *const *names, int n, const char *name)
@@ -57,7 +57,7 @@ int tax_class_is_echo(tax_class c)
 int tax_framework_rank(tax_framework f)
 {
     switch (f) {
-    case FW_VERL: case FW_AREAL: case FW_RELAX: case FW_OPENRLHF: case FW_SLIME: case FW_TRL:
+    case FW_VERL: case FW_AREAL: case FW_RELAX: case FW_OPENRLHF: case FW_SLIME: case FW_TRL: case FW_NEMO_RL: case FW_SKYRL:
         return 4;
     case FW_DEEPSPEED: case FW_MEGATRON:
         return 3;
