@@ -65,6 +65,11 @@ EOC
   ok || { cat "$t/cc.err"; bad "a program does not build from pkg-config --cflags --libs oomscan"; }
 n=$("$t/count" "$src/fixtures/golden/verl-log-prob-oom.log" 2>&1)
 [ "$n" = 1 ] && ok || bad "the program linked against liboomscan.a counted '$n' findings, want 1"
+# the installed archive defines no global symbol but the public API's (issue 34): nothing internal to
+# link against, nothing to clash with a user's own names
+others=$(nm -g --defined-only "$lib" 2>/dev/null | awk 'NF == 3 && $3 !~ /^oomscan_/ { print $3 }' | head -n 5)
+ndef=$(nm -g --defined-only "$lib" 2>/dev/null | awk 'NF == 3' | wc -l)
+[ -z "$others" ] && [ "$ndef" -ge 20 ] && ok || bad "liboomscan.a exports more than oomscan_* ($ndef defined): $others"
 inc=$(pkg-config --cflags-only-I oomscan | tr ' ' '\n' | sed -n 's/^-I//p' | head -n 1)
 [ -f "$inc/oomscan.h" ] && case $(cd "$inc" && pwd -P) in "$t"/*) true ;; *) false ;; esac && ok ||
   bad "Cflags do not point into the install: $(pkg-config --cflags oomscan)"
