@@ -10,7 +10,7 @@
 #include "db/patterndb.h"
 #include "db/embedded.h"
 #include "match/match.h"
-#include "match/prefilter.h"
+#include "db/prefilter.h"
 #include "testdb.h"
 #include "check_main.h"
 

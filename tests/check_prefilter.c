@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "match/prefilter.h"
+#include "db/prefilter.h"
 #include "check_main.h"
 
 typedef struct {

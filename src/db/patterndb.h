@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "match/prefilter.h" /* layering: the compiled database owns its literal prefilter */
+#include "db/prefilter.h" /* the compiled database owns its literal prefilter */
 #include "base/status.h"
 #include "base/taxonomy.h"
 
@@ -228,6 +228,20 @@ typedef struct pdb {
 
 /* Most lines a pattern's "continuation" may look ahead (the scanner keeps this many in its buffer). */
 #define PDB_CONT_MAX 6
+
+/* A string member of a JSON object, or NULL (the data files' and checklists' reader). */
+static inline const char *pdb_jstr(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Free what one pattern or prefix holds (not the struct itself): pdb_free's, and a loader's on error. */
+void pdb_free_pattern(pdb_pattern *p);
+void pdb_free_prefix(pdb_prefix *p);
+/* Free the literal table, the settings' literals and the prefilters (pdb_compile builds them, and
+ * frees them first when compiling again). */
+void pdb_free_literals(pdb *db);
 
 /* Python's own traceback and faulthandler stack markers, always in the prefilter. */
 extern const char PDB_TRACEBACK_LITERAL[];

@@ -1,5 +1,5 @@
 /* prefilter.c - multi-literal search: Vectorscan when built in, else Wu-Manber with 3-byte blocks. */
-#include "match/prefilter.h"
+#include "db/prefilter.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
