@@ -1,7 +1,7 @@
 /* rules.h - what the database's own files share (src/db only: never included from another folder).
  *
- * patterndb.c defines, makes and frees the database; rules.c loads and parses the files; compile.c
- * (above rules.c) builds what scanning needs. Ownership as in patterndb.h: everything here belongs to the
+ * patterndb.c defines, makes and frees the database; rules.c parses one file; load.c (above it) finds
+ * the files and loads them; compile.c (above rules.c) builds what scanning needs. Ownership as in patterndb.h: everything here belongs to the
  * pdb it is called with. */
 #ifndef OOMSCAN_DB_RULES_H
 #define OOMSCAN_DB_RULES_H
