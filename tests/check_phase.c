@@ -753,6 +753,25 @@ START_TEST(test_phase_lexicon_reads_ray_task_methods)
 }
 END_TEST
 
+/* A strong phase from a marker (here Ray's task header, read by the lexicon) gives way to the phase the
+ * failure's own traceback shows when the same failure is printed again below it (Ray prints the
+ * exception above the task's traceback and again under it): the frame is the failure's own evidence.
+ * hiyouga/EasyR1#427's header, NVIDIA-NeMo/RL#1178's frame, verl-project/verl#2828's OOM line. */
+START_TEST(test_phase_traceback_outranks_a_marker_of_the_same_failure)
+{
+    run_out o = run_lex("ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_ref_compute_log_probs() "
+                        "(pid=33458, ip=172.17.0.2, actor_id=11af29bb9fed89a5977131d901000000)\n" OOM_2828
+                        "Traceback (most recent call last):\n"
+                        "  File \"/lustre/fsw/portfolios/coreai/users/alexq/RL-dev/nemo_rl/algorithms/grpo.py\", line 783, in grpo_train\n"
+                        "    loss.backward()\n" OOM_2828);
+    const finding *f = only(&o, CLS_CUDA_OOM);
+    ck_assert_int_eq(f->phase, PH_BACKWARD);
+    ck_assert_int_eq(f->phase_from_frames, 1);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "loss.backward("));
+    done(&o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -775,6 +794,7 @@ int main(void)
     tcase_add_test(tc, test_phase_lexicon_ambiguous_name_blocks_its_parts);
     tcase_add_test(tc, test_phase_lexicon_under_the_rules_and_strongest_last);
     tcase_add_test(tc, test_phase_lexicon_reads_ray_task_methods);
+    tcase_add_test(tc, test_phase_traceback_outranks_a_marker_of_the_same_failure);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -23,6 +23,7 @@ typedef struct {
     char key[24];
     uint64_t line;
     long finding;
+    int from_frames; /* the finding's phase came from its own traceback (else a marker or nothing) */
 } burst;
 
 struct classifier {
@@ -600,8 +601,12 @@ static void oom_clauses(classifier *c, const scan_view *v, const line_info *li, 
 
 /* The finding of this source a failure of class cls in phase ph on stream key joins: the same class
  * on the same stream within BURST_LINES lines, phases not contradicting. -1 none. */
-static long burst_of(const classifier *c, int cls, const char *key, uint64_t line, tax_phase ph)
+/* The finding a failure on stream `key` at `line` repeats (the same class within BURST_LINES, with the
+ * same phase or none on one side, or a phase from its own traceback where the finding's came from a
+ * marker: the traceback then corrects it), -1 none. */
+static long burst_of(const classifier *c, int cls, const char *key, uint64_t line, const phase_answer *a)
 {
+    tax_phase ph = a->phase;
     long merge = -1;
     for (size_t i = 0; i < c->n_bursts; i++) {
         const burst *b = &c->bursts[i];
@@ -610,7 +615,7 @@ static long burst_of(const classifier *c, int cls, const char *key, uint64_t lin
         const cJSON *mem;
         if (b->cls == cls && strcmp(b->key, key) == 0 && line - b->line <= BURST_LINES &&
             c->sink.phase_of(c->sink.ud, b->finding, &fph, &weak, &mem) == 0 &&
-            (fph == ph || ph == PH_UNKNOWN || fph == PH_UNKNOWN))
+            (fph == ph || ph == PH_UNKNOWN || fph == PH_UNKNOWN || (a->from_frames && !a->weak && !b->from_frames)))
             merge = b->finding;
     }
     return merge;
@@ -618,12 +623,14 @@ static long burst_of(const classifier *c, int cls, const char *key, uint64_t lin
 
 /* Remember finding fi as the latest of class cls on stream key (one slot per pair; the last slot is
  * reused when all are taken). */
-static void burst_note(classifier *c, int cls, const char *key, uint64_t line, long fi)
+static void burst_note(classifier *c, int cls, const char *key, uint64_t line, long fi, int from_frames)
 {
     size_t slot;
     for (slot = 0; slot < c->n_bursts; slot++)
         if (c->bursts[slot].cls == cls && strcmp(c->bursts[slot].key, key) == 0)
             break;
+    /* the same finding again keeps what its earlier lines showed */
+    int kept = slot < c->n_bursts && c->bursts[slot].finding == fi && c->bursts[slot].from_frames;
     if (slot == c->n_bursts) {
         if (c->n_bursts < BURSTS)
             c->n_bursts++;
@@ -634,6 +641,7 @@ static void burst_note(classifier *c, int cls, const char *key, uint64_t line, l
     snprintf(c->bursts[slot].key, sizeof c->bursts[slot].key, "%s", key);
     c->bursts[slot].line = line;
     c->bursts[slot].finding = fi;
+    c->bursts[slot].from_frames = from_frames || kept;
 }
 
 /* The failure the line states, as an event for the story: pattern pi matched text. The event is
@@ -668,7 +676,7 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         snprintf(job, sizeof job, "%.0f", jid->valuedouble);
     else if (cJSON_IsString(jid))
         snprintf(job, sizeof job, "%s", jid->valuestring);
-    long merge = burst_of(c, (int)p->cls, li->key, li->line, ans.phase);
+    long merge = burst_of(c, (int)p->cls, li->key, li->line, &ans);
     tax_phase mph = PH_UNKNOWN; /* the phase of the finding a burst joins, when it has one */
     int mweak = 0;
     const cJSON *mmem;
@@ -679,8 +687,10 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
      * above the task's traceback and again below it): the story then gives the finding that phase. */
     scan_event ev = {
         .pattern = p,
-        .phase = mph != PH_UNKNOWN ? mph : ans.phase,
-        .phase_weak = mph != PH_UNKNOWN ? mweak : ans.weak,
+        /* ... and a traceback's strong phase is sent as it is: it may outrank a marker's (story.c) */
+        .phase = mph != PH_UNKNOWN && !(ans.from_frames && !ans.weak) ? mph : ans.phase,
+        .phase_weak = mph != PH_UNKNOWN && !(ans.from_frames && !ans.weak) ? mweak : ans.weak,
+        .phase_from_frames = ans.from_frames && (mph == PH_UNKNOWN || !ans.weak),
         .phase_evidence = ans.evidence,
         .framework = ans.framework,
         .match = match_buf,
@@ -709,7 +719,7 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         c->fail_first = ev.offset;
     c->fail_last = ev.offset;
     if (fi >= 0)
-        burst_note(c, (int)p->cls, li->key, li->line, fi);
+        burst_note(c, (int)p->cls, li->key, li->line, fi, ev.phase_from_frames);
     return OOMSCAN_OK;
 }
 

@@ -22,6 +22,7 @@ typedef struct {
     tax_phase phase;
     const char *phase_evidence;
     int phase_weak; /* the phase is a weak inference (taxonomy.md, phase_confidence) */
+    int phase_from_frames; /* read from the failure's own traceback: it outranks a marker's strong phase */
     int framework;
     const char *match;
     size_t match_len;

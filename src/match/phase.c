@@ -368,6 +368,7 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int tiers, con
                 const pdb_stem *st = &db->stems[f->lex];
                 out->phase = (tax_phase)st->phase;
                 out->weak = t == T_STEM_WEAK;
+                out->from_frames = 1;
                 out->framework = fw;
                 snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu): the words \"%s\" name %s%s",
                          s->first ? "faulthandler stack" : "traceback", f->word, f->file, (unsigned long long)f->line,
@@ -380,6 +381,7 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int tiers, con
             const pdb_frame_rule *r = &db->frames[ri];
             out->phase = (tax_phase)r->phase;
             out->weak = r->fallback == 2;
+            out->from_frames = 1;
             out->framework = r->framework >= 0 ? r->framework : fw;
             snprintf(out->evidence, sizeof out->evidence, "%s frame %s in %s (line %llu)%s",
                      s->first ? "faulthandler stack" : "traceback", r->kind == FRAME_CODE ? r->value : f->func, f->file,

@@ -64,6 +64,7 @@ typedef struct {
     tax_phase phase;
     int framework;     /* from the deciding frame or marker, -1 if none */
     int weak;          /* phase_confidence "weak": one inference step away (taxonomy.md) */
+    int from_frames;   /* read from the failure's own traceback or stack (not a marker or the message) */
     char evidence[256];
 } phase_answer;
 

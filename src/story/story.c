@@ -422,6 +422,7 @@ static int set_phase(finding *f, const story_event *ev)
     f->phase_evidence = evid;
     f->phase = ev->phase;
     f->phase_weak = ev->phase_weak;
+    f->phase_from_frames = ev->phase_from_frames;
     if (f->framework < 0)
         f->framework = ev->framework;
     return 0;
@@ -534,6 +535,7 @@ long story_add(story *s, const story_event *ev)
         f->cls = ev->pattern->cls;
         f->phase = ev->phase;
         f->phase_weak = ev->phase != PH_UNKNOWN && ev->phase_weak;
+        f->phase_from_frames = ev->phase != PH_UNKNOWN && ev->phase_from_frames;
         f->phase_evidence = ev->phase_evidence && *ev->phase_evidence ? strdup(ev->phase_evidence) : NULL;
         f->framework = ev->framework;
         f->echo = ev->pattern->echo || tax_class_is_echo(ev->pattern->cls);
@@ -561,8 +563,11 @@ long story_add(story *s, const story_event *ev)
     } else {
         free(group);
         finding *f = &s->f[idx];
-        /* a later line's phase is taken when the finding has none, or only a weak one and this is strong */
-        if ((f->phase == PH_UNKNOWN || (f->phase_weak && !ev->phase_weak)) && ev->phase != PH_UNKNOWN) {
+        /* a later line's phase is taken when the finding has none, or only a weak one and this is strong,
+         * or this one comes from the failure's own traceback and the finding's from a marker (a verl
+         * task name above the traceback must not outrank the loss.backward() frame inside it) */
+        int outranks = ev->phase_from_frames && !ev->phase_weak && !f->phase_from_frames && f->phase != ev->phase;
+        if ((f->phase == PH_UNKNOWN || (f->phase_weak && !ev->phase_weak) || outranks) && ev->phase != PH_UNKNOWN) {
             if (index_sync(s) != 0) {
                 cJSON_Delete(ev->memory);
                 return -1;

@@ -54,6 +54,7 @@ typedef struct {
     tax_phase phase;
     char *phase_evidence;
     int phase_weak; /* phase_confidence "weak" (one inference step away), else "strong"; 0 when unknown */
+    int phase_from_frames; /* the phase was read from the failure's own traceback, not a marker */
     int framework; /* from the failure's own traceback/engine, -1 if none */
     int echo;
     char *group;   /* pattern id + masked matched text: what makes two lines the same failure */
