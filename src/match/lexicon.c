@@ -60,7 +60,8 @@ static int stem_at(const pdb *db, const tokens *tk, size_t at, unsigned where, s
     size_t best_n = 0;
     for (size_t i = 0; i < db->n_stems; i++) {
         const pdb_stem *st = &db->stems[i];
-        if (!(st->where & where) || st->n_words <= best_n || at + st->n_words > tk->n)
+        if (!(st->where & where) || st->n_words <= best_n || at + st->n_words > tk->n ||
+            st->words[0][0] != tk->t[at][0])
             continue;
         size_t w = 0;
         while (w < st->n_words && word_matches(st, w, tk->t[at + w], tk->len[at + w]))

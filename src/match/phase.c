@@ -265,7 +265,8 @@ void phase_frame(phase_state *ps, const char *key, const char *path, size_t path
     for (size_t h = 0; h < db->n_hints; h++)
         if (frame_has(db->hints[h].kind, db->hints[h].value, path, path_len, func, func_len, code, code_len))
             f->hints |= 1u << h;
-    f->lex = phase_frame_stem(db, path, path_len, func, func_len, code, code_len, f->word, sizeof f->word);
+    /* an exact rule decides for this frame before any stem could: the words need not be read */
+    f->lex = f->rule >= 0 ? -1 : phase_frame_stem(db, path, path_len, func, func_len, code, code_len, f->word, sizeof f->word);
     if (f->fw >= 0)
         ps->votes[f->fw]++;
     if (s->other)
