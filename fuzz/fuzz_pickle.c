@@ -11,7 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* small bounds so that a budget-sized input is reached quickly and each run stays fast */
-    pickle_limits lim = {.max_input = 1u << 20, .max_nodes = 1u << 16, .max_string = 1u << 16, .max_depth = 64};
+    pickle_limits lim = {
+        .max_input = 1u << 20, .max_nodes = 1u << 16, .max_bytes = 1u << 24, .max_string = 1u << 16, .max_depth = 64};
     cJSON *v = NULL;
     oomscan_diag d;
     if (pickle_decode(data, size, &lim, &v, &d) == OOMSCAN_OK) {
