@@ -60,32 +60,37 @@ static int machinery(const char *name, const char *file)
            strstr(file, "??") != NULL;
 }
 
-static int python_file(const char *file)
-{
-    size_t n = file ? strlen(file) : 0;
-    return n > 3 && strcmp(file + n - 3, ".py") == 0;
-}
-
 /* The frame an allocation is charged to: the innermost frame of the user's stack. In order of
  * preference: a Python frame outside torch's own package, any Python frame, a C++ frame that is not
- * machinery, the innermost frame. Frames are innermost first. 0 when there are none. */
-static pickle_ref site_frame(const pickle_doc *d, pickle_ref frames)
+ * machinery. Frames are innermost first. 0 when there is none: the stack holds PyTorch's machinery
+ * only (the autograd engine's thread has no Python frames), or nothing. The Python frames are looked
+ * for first: that test is a suffix, the machinery test two dozen substrings. */
+static pickle_ref python_frame(const pickle_doc *d, pickle_ref frames)
 {
     size_t n = pickle_len(d, frames);
-    pickle_ref any_py = 0, cpp = 0;
+    pickle_ref any_py = 0;
     for (size_t i = 0; i < n; i++) {
-        pickle_ref f = pickle_item(d, frames, i);
-        const char *file = fstr(d, f, "filename");
-        if (python_file(file)) {
+        pickle_ref f = pickle_item(d, frames, i), fr = pickle_get(d, f, "filename");
+        const char *file = pickle_str(d, fr);
+        size_t fl = pickle_len(d, fr);
+        if (fl > 3 && memcmp(file + fl - 3, ".py", 3) == 0) {
             if (!strstr(file, "/torch/"))
                 return f;
             if (!any_py)
                 any_py = f;
-        } else if (!any_py && !cpp && !machinery(fstr(d, f, "name"), file)) {
-            cpp = f;
         }
     }
-    return any_py ? any_py : cpp ? cpp : pickle_item(d, frames, 0);
+    return any_py;
+}
+
+static pickle_ref cpp_frame(const pickle_doc *d, pickle_ref frames)
+{
+    for (size_t i = 0; i < pickle_len(d, frames); i++) {
+        pickle_ref f = pickle_item(d, frames, i);
+        if (!machinery(fstr(d, f, "name"), fstr(d, f, "filename")))
+            return f;
+    }
+    return 0;
 }
 
 /* "name (file:line)" */
@@ -142,7 +147,10 @@ static cJSON *frames_list(const pickle_doc *d, pickle_ref frames)
 }
 
 typedef struct {
-    char *key;
+    char *key;     /* "name (file:line)", or a placeholder in parentheses */
+    char *name, *file;
+    double line;
+    uint64_t hash;
     cJSON *frames; /* the user-side frames of the first allocation seen there */
 } site_t;
 
@@ -153,27 +161,103 @@ typedef struct {
     size_t n, cap;
     uint32_t *slot; /* id + 1, 0 empty */
     size_t nslot;
+    /* stacks without a Python frame, by a hash of their frames' text: their site needs the machinery
+     * test of every frame, which a long trace would otherwise pay at every allocation */
+    uint64_t *ckey;
+    uint32_t *cval; /* id + 1, 0 empty */
+    size_t ncache, ccap;
 } site_table;
 
-static uint64_t strhash(const char *s)
+static uint64_t frames_hash(const pickle_doc *d, pickle_ref frames)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    for (size_t i = 0; i < pickle_len(d, frames); i++) {
+        pickle_ref f = pickle_item(d, frames, i);
+        const char *parts[2] = {fstr(d, f, "name"), fstr(d, f, "filename")};
+        for (int k = 0; k < 2; k++) {
+            for (const char *c = parts[k] ? parts[k] : ""; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ull;
+            h = (h ^ 0xff) * 1099511628211ull;
+        }
+        h = (h ^ (uint64_t)pickle_num(d, pickle_get(d, f, "line"), 0)) * 1099511628211ull;
+    }
+    return h | 1; /* 0 marks an empty slot */
+}
+
+static uint32_t *cache_slot(site_table *t, uint64_t h)
+{
+    if ((t->ncache + 1) * 2 > t->ccap) {
+        size_t cap = t->ccap ? t->ccap * 2 : 256;
+        uint64_t *k = calloc(cap, sizeof *k);
+        uint32_t *v = calloc(cap, sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return NULL;
+        }
+        for (size_t i = 0; i < t->ccap; i++)
+            if (t->ckey[i]) {
+                size_t j = t->ckey[i] & (cap - 1);
+                while (k[j])
+                    j = (j + 1) & (cap - 1);
+                k[j] = t->ckey[i];
+                v[j] = t->cval[i];
+            }
+        free(t->ckey);
+        free(t->cval);
+        t->ckey = k;
+        t->cval = v;
+        t->ccap = cap;
+    }
+    size_t j = h & (t->ccap - 1);
+    while (t->ckey[j] && t->ckey[j] != h)
+        j = (j + 1) & (t->ccap - 1);
+    if (!t->ckey[j]) {
+        t->ckey[j] = h;
+        t->ncache++;
+    }
+    return &t->cval[j];
 }
 
 /* The id of the site of `frames`; UINT32_MAX out of memory. */
+static uint64_t site_hash(const char *name, const char *file, double line)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    for (const char *c = file; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return (h ^ (uint64_t)(int64_t)line) * 1099511628211ull;
+}
+
+/* The id of the site of `frames`; UINT32_MAX out of memory. Sites are found by their frame's name,
+ * file and line (no text is formatted for an allocation whose site is known). */
 static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
 {
-    char key[400];
-    pickle_ref f = site_frame(d, frames);
-    if (f)
-        frame_text(d, f, key, sizeof key);
-    else
-        snprintf(key, sizeof key, "(no frames recorded)");
-    if (t->n >= SNAP_MAX_SITES)
-        snprintf(key, sizeof key, "(other sites)");
+    pickle_ref f = python_frame(d, frames);
+    uint32_t *cached = NULL;
+    if (!f && pickle_len(d, frames)) {
+        if (!(cached = cache_slot(t, frames_hash(d, frames))))
+            return UINT32_MAX;
+        if (*cached)
+            return *cached - 1;
+        f = cpp_frame(d, frames);
+    }
+    const char *name, *file = "";
+    double line = -1;
+    if (t->n >= SNAP_MAX_SITES) {
+        name = "(other sites)";
+    } else if (f) {
+        name = fstr(d, f, "name");
+        file = fstr(d, f, "filename");
+        name = name ? name : "?";
+        file = file ? file : "?";
+        line = pickle_num(d, pickle_get(d, f, "line"), 0);
+    } else {
+        name = pickle_len(d, frames) ? "(no user frame: PyTorch's own frames only)" : "(no frames recorded)";
+    }
+    uint64_t h = site_hash(name, file, line);
     if ((t->n + 1) * 2 > t->nslot) {
         size_t ns = t->nslot ? t->nslot * 2 : 256;
         uint32_t *g = calloc(ns, sizeof *g);
@@ -181,7 +265,7 @@ static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
             return UINT32_MAX;
         for (size_t i = 0; i < t->nslot; i++)
             if (t->slot[i]) {
-                size_t j = strhash(t->s[t->slot[i] - 1].key) & (ns - 1);
+                size_t j = t->s[t->slot[i] - 1].hash & (ns - 1);
                 while (g[j])
                     j = (j + 1) & (ns - 1);
                 g[j] = t->slot[i];
@@ -190,10 +274,15 @@ static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
         t->slot = g;
         t->nslot = ns;
     }
-    size_t j = strhash(key) & (t->nslot - 1);
-    for (; t->slot[j]; j = (j + 1) & (t->nslot - 1))
-        if (strcmp(t->s[t->slot[j] - 1].key, key) == 0)
+    size_t j = h & (t->nslot - 1);
+    for (; t->slot[j]; j = (j + 1) & (t->nslot - 1)) {
+        const site_t *c = &t->s[t->slot[j] - 1];
+        if (c->hash == h && c->line == line && strcmp(c->name, name) == 0 && strcmp(c->file, file) == 0) {
+            if (cached)
+                *cached = t->slot[j];
             return t->slot[j] - 1;
+        }
+    }
     if (t->n == t->cap) {
         size_t c = t->cap ? t->cap * 2 : 64;
         site_t *g = realloc(t->s, c * sizeof *g);
@@ -203,11 +292,21 @@ static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
         t->cap = c;
     }
     site_t *s = &t->s[t->n];
-    if (!(s->key = strdup(key)) || !(s->frames = frames_list(d, frames))) {
+    memset(s, 0, sizeof *s);
+    s->hash = h;
+    s->line = line;
+    s->key = f ? dumps_strf("%s (%s:%.0f)", name, file, line) : strdup(name);
+    s->name = strdup(name);
+    s->file = strdup(file);
+    if (!s->key || !s->name || !s->file || !(s->frames = frames_list(d, frames))) {
         free(s->key);
+        free(s->name);
+        free(s->file);
         return UINT32_MAX;
     }
     t->slot[j] = (uint32_t)++t->n;
+    if (cached)
+        *cached = (uint32_t)t->n;
     return (uint32_t)(t->n - 1);
 }
 
@@ -215,10 +314,14 @@ static void site_table_clear(site_table *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         free(t->s[i].key);
+        free(t->s[i].name);
+        free(t->s[i].file);
         cJSON_Delete(t->s[i].frames);
     }
     free(t->s);
     free(t->slot);
+    free(t->ckey);
+    free(t->cval);
     memset(t, 0, sizeof *t);
 }
 

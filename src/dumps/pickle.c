@@ -37,6 +37,13 @@ typedef struct {
 #define REF_TRUE 2u
 #define REF_FALSE 3u
 #define FIRST_FREEABLE 4u
+/* Small ints are not stored: the ref itself holds them (top bit set, the value in the low 31 bits,
+ * two's complement), so the ints of every trace event cost no slot. */
+#define IMM_BIT 0x80000000u
+#define IS_IMM(r) (((r) & IMM_BIT) != 0)
+#define IMM_MIN (-((int64_t)1 << 30))
+#define IMM_MAX (((int64_t)1 << 30) - 1)
+static int64_t imm_value(pickle_ref r) { return (int64_t)((int32_t)(r << 1) >> 1); }
 
 /* memo index -> ref, for the entries still to be fetched (linear probing, backward-shift delete) */
 typedef struct {
@@ -47,6 +54,8 @@ typedef struct {
 #define MEMO_EMPTY UINT32_MAX
 
 struct pickle_doc {
+    pickle_ref *work; /* decref's stack of values to let go, kept between calls */
+    size_t cwork;
     pval *v;
     size_t nv, capv;
     pickle_ref free_head;
@@ -108,12 +117,10 @@ static uint64_t le(const unsigned char *p, size_t k)
 
 static uint64_t offset_of(const rd *r) { return r->in.base + r->in.lo; }
 
-/* Make k bytes available at in.buf + in.lo (valid until the next call). */
-static oomscan_status need(rd *r, size_t k)
+/* Make k bytes available at in.buf + in.lo (valid until the next call): need() below. */
+static oomscan_status need_more(rd *r, size_t k)
 {
     bytes_in *in = &r->in;
-    if (in->hi - in->lo >= k)
-        return OOMSCAN_OK;
     if (in->mem)
         return fail(r, OOMSCAN_ERR_FORMAT, "truncated pickle (%sthe data ends inside an opcode)", NULL);
     if (in->lo > 0) {
@@ -153,6 +160,11 @@ static oomscan_status need(rd *r, size_t k)
                             r->lim.max_input);
     }
     return OOMSCAN_OK;
+}
+
+static inline oomscan_status need(rd *r, size_t k)
+{
+    return r->in.hi - r->in.lo >= k ? OOMSCAN_OK : need_more(r, k);
 }
 
 /* Pass k bytes without keeping them (the first pass's strings). */
@@ -213,7 +225,7 @@ static pickle_ref new_val(rd *r, uint8_t t, oomscan_status *st)
     } else {
         if (d->nv == d->capv) {
             size_t cap = d->capv * 2;
-            if (cap > UINT32_MAX) {
+            if (cap > IMM_BIT) {
                 *st = fail(r, OOMSCAN_ERR_LIMIT, "more than the node limit of values held at once%s", NULL);
                 return 0;
             }
@@ -241,10 +253,10 @@ static pickle_ref new_val(rd *r, uint8_t t, oomscan_status *st)
  * a long chain of nested values must not recurse. */
 static void decref(pickle_doc *d, pickle_ref v)
 {
-    pickle_ref *work = NULL;
-    size_t nw = 0, cw = 0;
+    pickle_ref *work = d->work;
+    size_t nw = 0, cw = d->cwork;
     for (;;) {
-        if (v >= FIRST_FREEABLE && v < d->nv && d->v[v].t != PK_INVALID && --d->v[v].rc == 0) {
+        if (!IS_IMM(v) && v >= FIRST_FREEABLE && v < d->nv && d->v[v].t != PK_INVALID && --d->v[v].rc == 0) {
             pval *p = &d->v[v];
             d->live_nodes--;
             d->live_bytes -= val_bytes(p);
@@ -276,12 +288,13 @@ static void decref(pickle_doc *d, pickle_ref v)
             break;
         v = work[--nw];
     }
-    free(work);
+    d->work = work;
+    d->cwork = cw;
 }
 
 static void incref(pickle_doc *d, pickle_ref v)
 {
-    if (v >= FIRST_FREEABLE)
+    if (!IS_IMM(v) && v >= FIRST_FREEABLE)
         d->v[v].rc++;
 }
 
@@ -321,6 +334,8 @@ static oomscan_status push_new(rd *r, uint8_t t, pval **out)
 
 static oomscan_status push_int(rd *r, int64_t i)
 {
+    if (i >= IMM_MIN && i <= IMM_MAX)
+        return push(r, IMM_BIT | ((uint32_t)i & ~IMM_BIT));
     pval *p = NULL;
     oomscan_status st = push_new(r, PK_INT, &p);
     if (!st)
@@ -337,9 +352,15 @@ static oomscan_status push_float(rd *r, double x)
     return st;
 }
 
+/* The type of any ref, immediate or stored. */
+static uint8_t vtype(const pickle_doc *d, pickle_ref v) { return IS_IMM(v) ? PK_INT : d->v[v].t; }
+
 static size_t floor_sp(const rd *r) { return r->nmarks ? r->marks[r->nmarks - 1] : 0; }
 
-static int is_container(const pickle_doc *d, pickle_ref v) { return d->v[v].t == PK_LIST || d->v[v].t == PK_DICT; }
+static int is_container(const pickle_doc *d, pickle_ref v)
+{
+    return !IS_IMM(v) && (d->v[v].t == PK_LIST || d->v[v].t == PK_DICT);
+}
 
 /* Room for `more` items (pairs in a dict) in container c. */
 static oomscan_status reserve(rd *r, pickle_ref c, size_t more)
@@ -348,7 +369,7 @@ static oomscan_status reserve(rd *r, pickle_ref c, size_t more)
     size_t per = p->t == PK_DICT ? 2 : 1;
     if ((size_t)p->n + more <= p->cap)
         return OOMSCAN_OK;
-    size_t cap = p->cap ? p->cap : 4;
+    size_t cap = p->cap ? p->cap : p->t == PK_DICT ? 8 : 4;
     while (cap < (size_t)p->n + more)
         cap *= 2;
     if (cap > UINT32_MAX / 2)
@@ -365,6 +386,7 @@ static oomscan_status reserve(rd *r, pickle_ref c, size_t more)
 }
 
 static int height_of(const pickle_doc *d, pickle_ref v) { return is_container(d, v) ? d->v[v].h : 0; }
+
 
 /* The early depth check as an item goes into a container. */
 static oomscan_status adopt(rd *r, pickle_ref parent, pickle_ref child)
@@ -386,10 +408,10 @@ static oomscan_status adopt(rd *r, pickle_ref parent, pickle_ref child)
 static int streamed(const rd *r, size_t i, size_t *list_index)
 {
     const pickle_doc *d = r->d;
-    if (!r->pin || !r->pin->stream_key || i < 3 || d->v[r->stack[0]].t != PK_DICT || (i - 3) % 2 != 0)
+    if (!r->pin || !r->pin->stream_key || i < 3 || vtype(d, r->stack[0]) != PK_DICT || (i - 3) % 2 != 0)
         return 0;
     pickle_ref key = r->stack[i - 2], outer = r->stack[i - 1];
-    if (d->v[key].t != PK_STR || d->v[outer].t != PK_LIST || strcmp(d->v[key].u.s, r->pin->stream_key) != 0)
+    if (vtype(d, key) != PK_STR || vtype(d, outer) != PK_LIST || strcmp(d->v[key].u.s, r->pin->stream_key) != 0)
         return 0;
     *list_index = d->v[outer].n;
     return 1;
@@ -422,14 +444,16 @@ static oomscan_status setitem(rd *r, pickle_ref dict, pickle_ref key, pickle_ref
 {
     pickle_doc *d = r->d;
     oomscan_status st = adopt(r, dict, val);
-    if (!st && d->v[key].t == PK_STR && d->v[dict].n < 256) {
+    if (!st && vtype(d, key) == PK_STR && d->v[dict].n < 256) {
         /* A repeated key replaces, as in Python. The look-up is linear, so it is only done for dicts of
          * the size real dumps have: a hostile dict of millions of keys keeps its repeats instead of
          * taking quadratic time. */
         pval *p = &d->v[dict];
         for (uint32_t j = 0; j < p->n; j++) {
             pickle_ref k = p->u.k[2 * j];
-            if (d->v[k].t == PK_STR && d->v[k].n == d->v[key].n && memcmp(d->v[k].u.s, d->v[key].u.s, d->v[k].n) == 0) {
+            if (k != key && (IS_IMM(k) || d->v[k].n != d->v[key].n || d->v[k].u.s[0] != d->v[key].u.s[0]))
+                continue;
+            if (vtype(d, k) == PK_STR && d->v[k].n == d->v[key].n && memcmp(d->v[k].u.s, d->v[key].u.s, d->v[k].n) == 0) {
                 pickle_ref old = p->u.k[2 * j + 1];
                 p->u.k[2 * j + 1] = val;
                 decref(d, old);
@@ -701,7 +725,7 @@ static oomscan_status build_seq(rd *r, size_t from)
 
 static oomscan_status fill_list(rd *r, size_t from)
 {
-    if (from == 0 || from > r->sp || r->d->v[r->stack[from - 1]].t != PK_LIST) {
+    if (from == 0 || from > r->sp || vtype(r->d, r->stack[from - 1]) != PK_LIST) {
         oomscan_status st = fail(r, OOMSCAN_ERR_FORMAT, "APPENDS/ADDITEMS without a list under the MARK%s", NULL);
         drop_from(r, from);
         return st;
@@ -722,7 +746,7 @@ static oomscan_status fill_list(rd *r, size_t from)
 
 static oomscan_status fill_dict(rd *r, size_t from)
 {
-    if (from == 0 || from > r->sp || r->d->v[r->stack[from - 1]].t != PK_DICT) {
+    if (from == 0 || from > r->sp || vtype(r->d, r->stack[from - 1]) != PK_DICT) {
         oomscan_status st = fail(r, OOMSCAN_ERR_FORMAT, "SETITEMS/DICT without a dict under the MARK%s", NULL);
         drop_from(r, from);
         return st;
@@ -753,37 +777,35 @@ static oomscan_status refuse(rd *r, const char *what)
                 "%s refused: this reader never constructs objects or runs code from a file", what);
 }
 
-/* The argument bytes of opcode `op` at the read position, for the first pass; -1 an opcode this
- * reader refuses or does not know (the second pass says which). *len_bytes: a length prefix of that
- * many bytes follows and counts too. */
-static int arg_size(unsigned op, int *len_bytes)
+/* The argument bytes of each opcode: a fixed size (ARG_FIXED), or a length prefix of 1, 4 or 8 bytes
+ * whose value counts too (ARG_LEN1/4/8); ARG_NO for an opcode this reader refuses or does not know
+ * (the second pass says which). A table: the first pass looks every opcode up. */
+enum { ARG_NO = -1, ARG_ZERO = 15, ARG_LEN1 = 16, ARG_LEN4 = 17, ARG_LEN8 = 18 };
+static const signed char ARG[256] = {
+    [0x80] = 1, ['K'] = 1, ['q'] = 1, ['h'] = 1, ['M'] = 2, ['J'] = 4, ['r'] = 4, ['j'] = 4, [0x95] = 8, ['G'] = 8,
+    [0x8a] = ARG_LEN1, [0x8c] = ARG_LEN1, ['C'] = ARG_LEN1, ['U'] = ARG_LEN1,
+    [0x8b] = ARG_LEN4, ['X'] = ARG_LEN4, ['B'] = ARG_LEN4, ['T'] = ARG_LEN4,
+    [0x8d] = ARG_LEN8, [0x8e] = ARG_LEN8, [0x96] = ARG_LEN8,
+    ['('] = ARG_ZERO, ['0'] = ARG_ZERO, ['1'] = ARG_ZERO, ['2'] = ARG_ZERO, ['N'] = ARG_ZERO, [0x88] = ARG_ZERO,
+    [0x89] = ARG_ZERO, [']'] = ARG_ZERO, [0x8f] = ARG_ZERO, [')'] = ARG_ZERO, ['}'] = ARG_ZERO, ['l'] = ARG_ZERO,
+    ['t'] = ARG_ZERO, [0x91] = ARG_ZERO, [0x85] = ARG_ZERO, [0x86] = ARG_ZERO, [0x87] = ARG_ZERO, ['d'] = ARG_ZERO,
+    ['a'] = ARG_ZERO, ['e'] = ARG_ZERO, [0x90] = ARG_ZERO, ['s'] = ARG_ZERO, ['u'] = ARG_ZERO, [0x94] = ARG_ZERO,
+    ['.'] = ARG_ZERO,
+};
+
+static inline int arg_size(unsigned op, int *len_bytes)
 {
+    int a = ARG[op];
     *len_bytes = 0;
-    switch (op) {
-    case 0x80: case 'K': case 'q': case 'h':
-        return 1;
-    case 'M':
-        return 2;
-    case 'J': case 'r': case 'j':
-        return 4;
-    case 0x95: case 'G':
-        return 8;
-    case 0x8a: case 0x8c: case 'C': case 'U':
-        *len_bytes = 1;
+    if (a == 0)
+        return ARG_NO;
+    if (a == ARG_ZERO)
         return 0;
-    case 0x8b: case 'X': case 'B': case 'T':
-        *len_bytes = 4;
+    if (a >= ARG_LEN1) {
+        *len_bytes = a == ARG_LEN1 ? 1 : a == ARG_LEN4 ? 4 : 8;
         return 0;
-    case 0x8d: case 0x8e: case 0x96:
-        *len_bytes = 8;
-        return 0;
-    case '(': case '0': case '1': case '2': case 'N': case 0x88: case 0x89: case ']': case 0x8f: case ')':
-    case '}': case 'l': case 't': case 0x91: case 0x85: case 0x86: case 0x87: case 'd': case 'a': case 'e':
-    case 0x90: case 's': case 'u': case 0x94: case '.':
-        return 0;
-    default:
-        return -1;
     }
+    return a;
 }
 
 /* The first pass: how often each memo entry is fetched (2 bits each, 3 = many). Only the memo
@@ -795,6 +817,43 @@ static oomscan_status count_fetches(rd *r, uint64_t *end, int *usable)
     uint64_t n = 0, cap = 0;
     *usable = 0;
     for (;;) {
+        /* the common opcodes while the window holds them whole; the rest below */
+        const unsigned char *b = r->in.buf;
+        size_t lo = r->in.lo, hi = r->in.hi;
+        while (hi - lo >= 16) {
+            unsigned o = b[lo];
+            int k = ARG[o];
+            if (k == ARG_ZERO && o != '.' && o != 0x94) {
+                lo++;
+            } else if (o == 0x94 && n / 4 < cap) {
+                n++;
+                lo++;
+            } else if (o == 'h' || o == 'j') {
+                uint64_t idx = o == 'h' ? b[lo + 1] : le(b + lo + 1, 4);
+                if (idx >= n)
+                    break;
+                unsigned c = (r->fetches[idx / 4] >> (2 * (idx % 4))) & 3u;
+                if (c < 3)
+                    r->fetches[idx / 4] = (uint8_t)((r->fetches[idx / 4] & ~(3u << (2 * (idx % 4)))) |
+                                                    ((c + 1) << (2 * (idx % 4))));
+                lo += 1 + (size_t)k;
+            } else if (k > 0 && k <= 8 && o != 'q' && o != 'r') {
+                lo += 1 + (size_t)k;
+            } else if (k == ARG_LEN1 && o != 0x8a) {
+                if (hi - lo < 2 + (size_t)b[lo + 1])
+                    break;
+                lo += 2 + (size_t)b[lo + 1];
+            } else if (k == ARG_LEN4 && o != 0x8b) {
+                uint64_t len = le(b + lo + 1, 4);
+                if (len > hi - lo - 5)
+                    break;
+                lo += 5 + (size_t)len;
+            } else {
+                break;
+            }
+        }
+        r->in.lo = lo;
+        r->nfetches = n;
         r->op_at = offset_of(r);
         oomscan_status st = need(r, 1);
         if (st)
@@ -1014,7 +1073,7 @@ static oomscan_status step(rd *r, int *stop)
         r->stack[from] = x;
         return fill_dict(r, from + 1);
     case 'a': { /* APPEND */
-        if (r->sp < floor_sp(r) + 2 || r->d->v[r->stack[r->sp - 2]].t != PK_LIST)
+        if (r->sp < floor_sp(r) + 2 || vtype(r->d, r->stack[r->sp - 2]) != PK_LIST)
             return fail(r, OOMSCAN_ERR_FORMAT, "APPEND without a list%s", NULL);
         size_t li;
         int stream = streamed(r, r->sp - 2, &li);
@@ -1027,7 +1086,7 @@ static oomscan_status step(rd *r, int *stop)
             return st;
         return fill_list(r, from);
     case 's': /* SETITEM */
-        if (r->sp < floor_sp(r) + 3 || r->d->v[r->stack[r->sp - 3]].t != PK_DICT)
+        if (r->sp < floor_sp(r) + 3 || vtype(r->d, r->stack[r->sp - 3]) != PK_DICT)
             return fail(r, OOMSCAN_ERR_FORMAT, "SETITEM without a dict%s", NULL);
         z = r->stack[--r->sp];
         y = r->stack[--r->sp];
@@ -1115,6 +1174,7 @@ void pickle_doc_free(pickle_doc *d)
             free(p->u.s);
     }
     free(d->v);
+    free(d->work);
     free(d);
 }
 
@@ -1244,13 +1304,15 @@ void pickle_doc_stats(const pickle_doc *d, uint64_t *input, size_t *peak_nodes, 
 
 static const pval *at(const pickle_doc *d, pickle_ref v)
 {
-    return d && v > 0 && v < d->nv && d->v[v].t != PK_INVALID ? &d->v[v] : NULL;
+    return d && !IS_IMM(v) && v > 0 && v < d->nv && d->v[v].t != PK_INVALID ? &d->v[v] : NULL;
 }
 
 pickle_ref pickle_root(const pickle_doc *d) { return d ? d->root : 0; }
 
 pickle_type pickle_type_of(const pickle_doc *d, pickle_ref v)
 {
+    if (d && IS_IMM(v))
+        return PK_INT;
     const pval *p = at(d, v);
     return p ? (pickle_type)p->t : PK_INVALID;
 }
@@ -1285,10 +1347,17 @@ pickle_ref pickle_get(const pickle_doc *d, pickle_ref dict, const char *key)
     if (!p || p->t != PK_DICT)
         return 0;
     size_t kl = strlen(key);
-    /* the last of repeated keys wins, as it would in Python */
-    for (size_t j = p->n; j-- > 0;) {
-        const pval *k = &d->v[p->u.k[2 * j]];
-        if (k->t == PK_STR && k->n == kl && memcmp(k->u.s, key, kl) == 0)
+    /* The last of repeated keys wins, as it would in Python. setitem() already replaced repeats in a
+     * dict of fewer than 256 keys, so there the first match is the only one, and is looked for from
+     * the front (where the keys read most, "action", "filename", come in PyTorch's dumps). */
+    int fwd = p->n < 256;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t j = fwd ? i : p->n - 1 - i;
+        pickle_ref kr = p->u.k[2 * j];
+        if (IS_IMM(kr))
+            continue;
+        const pval *k = &d->v[kr];
+        if (k->t == PK_STR && k->n == kl && k->u.s[0] == key[0] && memcmp(k->u.s, key, kl) == 0)
             return p->u.k[2 * j + 1];
     }
     return 0;
@@ -1302,6 +1371,8 @@ const char *pickle_str(const pickle_doc *d, pickle_ref v)
 
 double pickle_num(const pickle_doc *d, pickle_ref v, double dflt)
 {
+    if (d && IS_IMM(v))
+        return (double)imm_value(v);
     const pval *p = at(d, v);
     if (!p)
         return dflt;
@@ -1340,6 +1411,12 @@ static cJSON *tree(tree_budget *b, pickle_ref v, unsigned depth, oomscan_status 
 
 static cJSON *tree(tree_budget *b, pickle_ref v, unsigned depth, oomscan_status *st)
 {
+    if (IS_IMM(v)) {
+        cJSON *c = (*st = tree_charge(b, 0)) ? NULL : cJSON_CreateNumber((double)imm_value(v));
+        if (!c && !*st)
+            *st = diag_set(b->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
+        return c;
+    }
     pval *p = &b->d->v[v];
     size_t extra = (p->t == PK_STR || p->t == PK_BYTES) ? (size_t)p->n + 1 : 0;
     if ((*st = tree_charge(b, extra)))
@@ -1410,6 +1487,8 @@ static cJSON *tree(tree_budget *b, pickle_ref v, unsigned depth, oomscan_status 
 /* Nodes in v, or -1 once more than `budget` (a walk that stops early, so it costs at most budget). */
 static int small_key_nodes(const pickle_doc *d, pickle_ref v, int budget, unsigned depth)
 {
+    if (IS_IMM(v))
+        return 1;
     const pval *p = &d->v[v];
     if ((p->t == PK_STR || p->t == PK_BYTES) && p->n > 256)
         return -1;
@@ -1429,14 +1508,14 @@ static int small_key_nodes(const pickle_doc *d, pickle_ref v, int budget, unsign
 
 static char *key_text(tree_budget *b, pickle_ref key, unsigned depth, oomscan_status *st)
 {
-    const pval *p = &b->d->v[key];
+    const pval *p = IS_IMM(key) ? NULL : &b->d->v[key];
     char *s = NULL;
-    if (p->t == PK_STR || p->t == PK_BYTES) {
+    if (p && (p->t == PK_STR || p->t == PK_BYTES)) {
         s = strdup(p->u.s);
     } else if (small_key_nodes(b->d, key, 64, 0) < 0) {
         /* a container printed as a key grows with every level a dict keyed by such keys adds: a few
          * DUPs of a 139-byte pickle asked for gigabytes (fuzz_pickle); real dumps key by str or int */
-        s = strdup(p->t == PK_LIST ? "<tuple>" : "<dict>");
+        s = strdup(p && p->t == PK_LIST ? "<tuple>" : "<dict>");
     } else {
         tree_budget kb = *b;
         cJSON *t = tree(&kb, key, depth, st);
