@@ -272,7 +272,7 @@ static void decref(pickle_doc *d, pickle_ref v)
                         cw = c;
                     }
                 }
-                if (nw + k <= cw) {
+                if (k && nw + k <= cw) {
                     memcpy(work + nw, p->u.k, k * sizeof *work);
                     nw += k;
                 } /* else: out of memory; the items stay allocated until the doc is freed */
