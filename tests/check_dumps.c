@@ -417,6 +417,84 @@ START_TEST(test_dumps_memory_snapshot_measures_fragmentation_against_the_request
 }
 END_TEST
 
+
+/* no site or frame of a snapshot names the unwinder, the allocator, the dispatcher or the interpreter */
+static void assert_user_sites(const cJSON *sites)
+{
+    static const char *const machinery[] = {"unwind", "CapturedTraceback", "gather_with_cpp", "CUDACachingAllocator",
+                                            "at::", "c10::", "_PyEval", "ceval.c", "??", NULL};
+    const cJSON *s;
+    ck_assert_int_gt(cJSON_GetArraySize(sites), 0);
+    cJSON_ArrayForEach(s, sites)
+    {
+        const char *site = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "site"));
+        ck_assert_ptr_nonnull(site);
+        for (int i = 0; machinery[i]; i++)
+            ck_assert_msg(!strstr(site, machinery[i]), "site '%s' is machinery", site);
+        ck_assert_msg(strstr(site, ".py:"), "site '%s' is not a Python frame", site);
+        const cJSON *fr;
+        cJSON_ArrayForEach(fr, cJSON_GetObjectItemCaseSensitive(s, "frames"))
+        for (int i = 0; machinery[i]; i++)
+            ck_assert_msg(!strstr(fr->valuestring, machinery[i]), "frame '%s' is machinery", fr->valuestring);
+    }
+}
+
+START_TEST(test_dumps_memory_snapshot_sites_are_the_users_python_frames)
+{
+    /* recorded with stacks="all": every allocation's innermost frames are PyTorch's C++ machinery
+     * (fixtures/dumps/make_trace_snapshot.py), above the Python frames of a real training step */
+    story *st = story_new();
+    dumps_acc *acc = dumps_acc_new();
+    char *why;
+    ck_assert_int_eq(read_fixture("memory_trace/oom_snapshot_stacks_all.pickle", st, acc, &why), DUMP_PICKLE);
+    ck_assert_ptr_null(why);
+    ck_assert_int_eq(dumps_acc_finish(acc, db, st), 0);
+    const finding *f = only_of(st, CLS_CUDA_OOM);
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot");
+    ck_assert(cJSON_IsObject(sn));
+    assert_user_sites(cJSON_GetObjectItemCaseSensitive(sn, "top_sites"));
+    /* the trace's story: the window from the last step boundary to the OOM, what grew in it */
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(sn, "trace");
+    ck_assert(cJSON_IsObject(tr));
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tr, "until")), "oom");
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tr, "window_start")), "snapshot");
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(tr, "events")) > 3000);
+    double grew = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(tr, "grew_bytes"));
+    double live = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(tr, "live_bytes"));
+    double peak = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(tr, "peak_bytes"));
+    ck_assert(grew > 0 && live >= grew && peak >= live);
+    assert_user_sites(cJSON_GetObjectItemCaseSensitive(tr, "grew_sites"));
+    const char *oom_site = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tr, "oom_site"));
+    ck_assert_ptr_nonnull(strstr(oom_site, ".py:"));
+    dumps_acc_free(acc);
+    story_free(st);
+}
+END_TEST
+
+START_TEST(test_dumps_memory_snapshot_of_another_moment_draws_no_conclusion)
+{
+    /* a snapshot of device 0 with no OOM in its trace, beside a real OOM of GPU 7 with 38.34 GiB
+     * allocated (OpenRLHF/OpenRLHF#398): kept as context, with the reason, never as memory.snapshot */
+    story *st = story_new();
+    dumps_acc *acc = dumps_acc_new();
+    char *why;
+    ck_assert_int_eq(read_fixture("memory_other_moment/train.log", st, acc, &why), DUMP_NONE);
+    ck_assert_int_eq(read_fixture("memory_other_moment/snapshot_device0.pickle", st, acc, &why), DUMP_PICKLE);
+    ck_assert_ptr_null(why);
+    ck_assert_int_eq(dumps_acc_finish(acc, db, st), 0);
+    const finding *f = only_of(st, CLS_CUDA_OOM);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot"));
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot_context");
+    ck_assert(cJSON_IsObject(ctx));
+    const char *other = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ctx, "taken_at_another_moment"));
+    ck_assert_ptr_nonnull(other);
+    ck_assert_msg(strstr(other, "device 0") && strstr(other, "GPU 7"), "reason: %s", other);
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ctx, "allocated_bytes")) > 0);
+    dumps_acc_free(acc);
+    story_free(st);
+}
+END_TEST
+
 START_TEST(test_dumps_bad_pickle_is_a_named_error)
 {
     size_t n;
@@ -455,6 +533,8 @@ int main(void)
     tcase_add_test(tc, test_dumps_flight_recorder_names_the_rank_that_never_joined);
     tcase_add_test(tc, test_dumps_flight_recorder_names_a_size_mismatch);
     tcase_add_test(tc, test_dumps_memory_snapshot_measures_fragmentation_against_the_request);
+    tcase_add_test(tc, test_dumps_memory_snapshot_sites_are_the_users_python_frames);
+    tcase_add_test(tc, test_dumps_memory_snapshot_of_another_moment_draws_no_conclusion);
     tcase_add_test(tc, test_dumps_bad_pickle_is_a_named_error);
     suite_add_tcase(s, tc);
     return check_run(s);

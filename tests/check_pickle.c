@@ -85,7 +85,7 @@ START_TEST(test_pickle_decodes_protocol4_frames_and_longs)
 }
 END_TEST
 
-START_TEST(test_pickle_memo_get_copies_shared_values)
+START_TEST(test_pickle_tree_copies_shared_values)
 {
     expect_json(B(P5_SHARED), "{\"frames\":[{\"name\":\"f\",\"line\":3},{\"name\":\"f\",\"line\":3},"
                               "{\"name\":\"f\",\"line\":3}],\"s\":[\"x\",\"x\"]}");
@@ -226,13 +226,246 @@ START_TEST(test_pickle_sniff_knows_pickles_from_text)
 }
 END_TEST
 
+
+START_TEST(test_pickle_memo_fetch_is_a_reference_not_a_copy)
+{
+    /* issue 35 item 3: 101 bytes that append two memo fetches of a list to itself 16 times. As copies
+     * that was 16 M nodes (1.3 GiB, 10 s) before the node limit; as references it is one list
+     * holding itself 32 times, which the tree refuses at once */
+    unsigned char buf[101];
+    size_t n = 0;
+    buf[n++] = 0x80;
+    buf[n++] = 4;
+    buf[n++] = ']';
+    buf[n++] = 0x94; /* MEMOIZE as 0 */
+    for (int i = 0; i < 16; i++) {
+        buf[n++] = '(';
+        buf[n++] = 'h';
+        buf[n++] = 0;
+        buf[n++] = 'h';
+        buf[n++] = 0;
+        buf[n++] = 'e';
+    }
+    buf[n++] = '.';
+    ck_assert_uint_eq(n, 101);
+    pickle_doc *d = NULL;
+    oomscan_diag dg;
+    ck_assert_int_eq(pickle_parse_mem(buf, n, NULL, &d, &dg), OOMSCAN_OK);
+    uint64_t in;
+    size_t nodes, bytes;
+    pickle_doc_stats(d, &in, &nodes, &bytes);
+    ck_assert_uint_eq(pickle_len(d, pickle_root(d)), 32);
+    ck_assert_uint_eq(pickle_item(d, pickle_root(d), 31), pickle_root(d));
+    ck_assert_msg(nodes <= 2 && bytes < 4096, "%zu values, %zu bytes held", nodes, bytes);
+    pickle_doc_free(d);
+    expect_error(buf, n, NULL, OOMSCAN_ERR_LIMIT, "contains itself");
+}
+END_TEST
+
+START_TEST(test_pickle_budgets_count_bytes_of_shared_strings)
+{
+    /* issue 35 item 3: a 64 KiB string tripled 12 times (a list of three fetches of the last list,
+     * twelve levels deep): 3^12 copies of 64 KiB, 34 GB, asked for by 65 KB of pickle. The string is
+     * held once; the tree that would copy it stops at its byte bound */
+    size_t cap = 70000;
+    unsigned char *buf = malloc(cap);
+    size_t n = 0;
+    buf[n++] = 0x80;
+    buf[n++] = 4;
+    buf[n++] = 'X';
+    uint32_t len = 65536;
+    memcpy(buf + n, &len, 4); /* little-endian on every machine this builds on; checked below */
+    ck_assert_int_eq(buf[n + 2], 1);
+    n += 4;
+    memset(buf + n, 'a', len);
+    n += len;
+    buf[n++] = 0x94; /* memo 0 */
+    for (int level = 0; level < 12; level++) {
+        buf[n++] = 'h';
+        buf[n++] = (unsigned char)level;
+        buf[n++] = 'h';
+        buf[n++] = (unsigned char)level;
+        buf[n++] = 'h';
+        buf[n++] = (unsigned char)level;
+        buf[n++] = 0x87; /* TUPLE3 */
+        buf[n++] = 0x94; /* memo level + 1 */
+    }
+    buf[n++] = '.';
+    pickle_doc *d = NULL;
+    oomscan_diag dg;
+    ck_assert_int_eq(pickle_parse_mem(buf, n, NULL, &d, &dg), OOMSCAN_OK);
+    uint64_t in;
+    size_t nodes, bytes;
+    pickle_doc_stats(d, &in, &nodes, &bytes);
+    ck_assert_msg(bytes < 2 * 65536 + 4096, "%zu bytes held for a %zu-byte pickle", bytes, n);
+    ck_assert_uint_eq(pickle_len(d, pickle_root(d)), 3);
+    pickle_doc_free(d);
+    expect_error(buf, n, NULL, OOMSCAN_ERR_LIMIT, "byte limit");
+    free(buf);
+}
+END_TEST
+
+/* A snapshot-shaped pickle as Python's pickler writes it (protocol 4, every dict, list and str
+ * memoised): {"device_traces": [[{"action": "alloc", "addr": i, "frames": F}, ...]]} where F is one
+ * frames list shared by every event; n events in APPENDS batches of 1000. */
+static unsigned char *trace_pickle(size_t nev, size_t *len)
+{
+    size_t cap = 64 + nev * 40, n = 0;
+    unsigned char *b = malloc(cap);
+    uint32_t memo = 0;
+#define PUT(c) (b[n++] = (unsigned char)(c))
+#define STR(s)                                                                                                         \
+    do {                                                                                                               \
+        PUT(0x8c);                                                                                                     \
+        PUT(strlen(s));                                                                                                \
+        memcpy(b + n, s, strlen(s));                                                                                   \
+        n += strlen(s);                                                                                                \
+        PUT(0x94);                                                                                                     \
+        memo++;                                                                                                        \
+    } while (0)
+#define GET(i)                                                                                                         \
+    do {                                                                                                               \
+        PUT('j');                                                                                                      \
+        uint32_t g_ = (i);                                                                                             \
+        memcpy(b + n, &g_, 4);                                                                                         \
+        n += 4;                                                                                                        \
+    } while (0)
+    PUT(0x80), PUT(4), PUT('}'), PUT(0x94), memo++;
+    STR("device_traces");
+    PUT(']'), PUT(0x94), memo++; /* outer */
+    PUT(']'), PUT(0x94), memo++; /* inner */
+    uint32_t k_action = 0, k_alloc = 0, k_addr = 0, k_frames = 0, frames = 0;
+    for (size_t i = 0; i < nev; i++) {
+        if (i % 1000 == 0)
+            PUT('(');
+        PUT('}'), PUT(0x94), memo++;
+        PUT('(');
+        if (i == 0) {
+            k_action = memo;
+            STR("action");
+            k_alloc = memo;
+            STR("alloc");
+            k_addr = memo;
+            STR("addr");
+        } else {
+            GET(k_action);
+            GET(k_alloc);
+            GET(k_addr);
+        }
+        PUT('J');
+        uint32_t a = (uint32_t)i * 512;
+        memcpy(b + n, &a, 4);
+        n += 4;
+        if (i == 0) {
+            k_frames = memo;
+            STR("frames");
+            frames = memo;
+            PUT(']'), PUT(0x94), memo++;
+        } else {
+            GET(k_frames);
+            GET(frames);
+        }
+        PUT('u');
+        if (i % 1000 == 999 || i + 1 == nev)
+            PUT('e');
+    }
+    PUT('a'); /* inner into outer */
+    PUT('s'); /* root["device_traces"] = outer */
+    PUT('.');
+#undef PUT
+#undef STR
+#undef GET
+    *len = n;
+    return b;
+}
+
+typedef struct {
+    const unsigned char *p;
+    size_t n, pos;
+} mem_stream;
+
+static ssize_t mem_read(void *ud, void *buf, size_t cap)
+{
+    mem_stream *m = ud;
+    size_t k = m->n - m->pos < cap ? m->n - m->pos : cap;
+    if (k > 4096)
+        k = 4096; /* small reads: the window must refill across opcodes */
+    memcpy(buf, m->p + m->pos, k);
+    m->pos += k;
+    return (ssize_t)k;
+}
+
+static ssize_t mem_reread(void *ud, void *buf, size_t n, uint64_t off)
+{
+    mem_stream *m = ud;
+    if (off > m->n || n > m->n - off)
+        return -1;
+    memcpy(buf, m->p + off, n);
+    return (ssize_t)n;
+}
+
+typedef struct {
+    size_t count, wrong;
+} items_seen;
+
+/* (checked by counting: an assertion per item would cost Check a write each) */
+static int count_items(void *ud, const pickle_doc *d, size_t list, pickle_ref v)
+{
+    items_seen *c = ud;
+    const char *action = pickle_str(d, pickle_get(d, v, "action"));
+    if (list != 0 || !action || strcmp(action, "alloc") != 0 ||
+        pickle_num(d, pickle_get(d, v, "addr"), -1) != (double)(c->count * 512) ||
+        pickle_type_of(d, pickle_get(d, v, "frames")) != PK_LIST)
+        c->wrong++;
+    c->count++;
+    return 0;
+}
+
+START_TEST(test_pickle_streams_a_long_trace_in_flat_memory)
+{
+    /* 200,000 events streamed from a file-like source read twice: every event is handed over and let
+     * go (the first pass found its memo entry never fetched), so what is held stays at one batch */
+    size_t n;
+    unsigned char *p = trace_pickle(200000, &n);
+    mem_stream a = {p, n, 0}, b = {p, n, 0};
+    items_seen seen = {0, 0};
+    pickle_input in = {.read = mem_read, .read_ud = &a, .reread = mem_reread, .reread_ud = &b,
+                       .stream_key = "device_traces", .item = count_items, .item_ud = &seen};
+    pickle_doc *d = NULL;
+    oomscan_diag dg;
+    diag_clear(&dg);
+    ck_assert_msg(pickle_parse(&in, NULL, &d, &dg) == OOMSCAN_OK, "%s", dg.msg);
+    ck_assert_uint_eq(seen.count, 200000);
+    ck_assert_uint_eq(seen.wrong, 0);
+    uint64_t input;
+    size_t nodes, bytes;
+    pickle_doc_stats(d, &input, &nodes, &bytes);
+    ck_assert_uint_eq(input, n);
+    ck_assert_msg(nodes < 10000, "%zu values held at the peak", nodes);
+    /* the root keeps its shape, the streamed list empty */
+    pickle_ref outer = pickle_get(d, pickle_root(d), "device_traces");
+    ck_assert_uint_eq(pickle_len(d, outer), 1);
+    ck_assert_uint_eq(pickle_len(d, pickle_item(d, outer, 0)), 0);
+    pickle_doc_free(d);
+    /* read once (no reread), the memo keeps every event: still references, still all handed over */
+    a.pos = 0;
+    seen.count = seen.wrong = 0;
+    in.reread = NULL;
+    ck_assert_int_eq(pickle_parse(&in, NULL, &d, &dg), OOMSCAN_OK);
+    ck_assert_uint_eq(seen.count, 200000);
+    ck_assert_uint_eq(seen.wrong, 0);
+    pickle_doc_free(d);
+    free(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pickle");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_pickle_decodes_protocol2_dict);
     tcase_add_test(tc, test_pickle_decodes_protocol4_frames_and_longs);
-    tcase_add_test(tc, test_pickle_memo_get_copies_shared_values);
+    tcase_add_test(tc, test_pickle_tree_copies_shared_values);
     tcase_add_test(tc, test_pickle_refuses_globals_and_reduce);
     tcase_add_test(tc, test_pickle_rejects_other_protocols);
     tcase_add_test(tc, test_pickle_truncated_is_an_error_at_every_length);
@@ -241,6 +474,9 @@ int main(void)
     tcase_add_test(tc, test_pickle_refuses_hostile_sizes_and_indices);
     tcase_add_test(tc, test_pickle_survives_every_single_byte_change);
     tcase_add_test(tc, test_pickle_sniff_knows_pickles_from_text);
+    tcase_add_test(tc, test_pickle_memo_fetch_is_a_reference_not_a_copy);
+    tcase_add_test(tc, test_pickle_budgets_count_bytes_of_shared_strings);
+    tcase_add_test(tc, test_pickle_streams_a_long_trace_in_flat_memory);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

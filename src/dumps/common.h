@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "db/patterndb.h"
+#include "dumps/pickle.h"
 #include "match/phase.h"
 #include "match/scan.h"
 #include "story/story.h"
@@ -65,8 +66,16 @@ int kernel_line_like(const char *s, size_t n);
  * 1 not a flight recorder dump. */
 int flightrec_summarise(const cJSON *dump, const scan_source *src, struct dumps_acc *acc, char **why);
 int flightrec_finish(struct dumps_acc *acc, const pdb *db, story *st);
-/* The same for memory snapshots (acc->snap). */
-int memsnap_summarise(const cJSON *dump, const scan_source *src, struct dumps_acc *acc, char **why);
+/* A memory snapshot's trace, read while the pickle streams (pickle_input.item with stream_key
+ * "device_traces"): per device, the live allocations by site, the peak, the window before the OOM. */
+typedef struct memsnap_trace memsnap_trace;
+memsnap_trace *memsnap_trace_new(void);
+void memsnap_trace_free(memsnap_trace *t);
+int memsnap_trace_item(void *ud, const pickle_doc *d, size_t device, pickle_ref ev);
+/* A decoded memory snapshot (its trace already streamed into `tr`, which may be NULL) summarised into
+ * acc->snap; 0, -1 out of memory, 1 not a memory snapshot. */
+int memsnap_summarise(const pickle_doc *d, memsnap_trace *tr, const scan_source *src, struct dumps_acc *acc,
+                      char **why);
 int memsnap_finish(struct dumps_acc *acc, const pdb *db, story *st);
 
 /* Run `text` through a fresh scanner at finish time (no unit exists then) and merge its findings

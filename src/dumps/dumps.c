@@ -198,34 +198,95 @@ static ssize_t replay_read(void *ud, void *buf, size_t cap)
 
 #define DUMPS_MAX_JSON (64u << 20)
 
-static oomscan_status read_decoded(dump_kind kind, const unsigned char *buf, size_t n, const scan_source *src,
-                                   dumps_acc *acc, char **why)
+static oomscan_status read_json(const unsigned char *buf, size_t n, const scan_source *src, dumps_acc *acc, char **why)
 {
-    cJSON *doc = NULL;
-    oomscan_diag d;
-    diag_clear(&d);
-    if (kind == DUMP_PICKLE) {
-        oomscan_status st = pickle_decode(buf, n, NULL, &doc, &d);
-        if (st == OOMSCAN_ERR_NOMEM)
-            return st;
-        if (st) {
-            *why = dumps_strf("pickle: %s", d.msg);
-            return OOMSCAN_OK;
-        }
-    } else {
-        doc = cJSON_ParseWithLength((const char *)buf, n);
-        if (!doc) {
-            *why = dumps_strf("flight recorder JSON does not parse");
-            return OOMSCAN_OK;
-        }
+    cJSON *doc = cJSON_ParseWithLength((const char *)buf, n);
+    if (!doc) {
+        *why = dumps_strf("flight recorder JSON does not parse");
+        return OOMSCAN_OK;
     }
     int rc = flightrec_summarise(doc, src, acc, why);
-    if (rc == 1)
-        rc = memsnap_summarise(doc, src, acc, why);
-    if (rc == 1 && !*why)
-        *why = dumps_strf("a pickle that is neither a flight recorder dump nor a memory snapshot");
     cJSON_Delete(doc);
     return rc < 0 ? OOMSCAN_ERR_NOMEM : OOMSCAN_OK;
+}
+
+/* The pickle's stream: the rest of the source after the head, counted as it passes. */
+typedef struct {
+    replay r;
+    uint64_t bytes, lines;
+    int read_error;
+} counted;
+
+static ssize_t counted_read(void *ud, void *buf, size_t cap)
+{
+    counted *c = ud;
+    ssize_t got;
+    do
+        got = replay_read(&c->r, buf, cap);
+    while (got == SCAN_READ_IDLE);
+    if (got < 0) {
+        c->read_error = 1;
+        return -1;
+    }
+    c->bytes += (uint64_t)got;
+    c->lines += scan_count_lines(buf, (size_t)got);
+    return got;
+}
+
+/* A pickle read as it streams, read again from the file for the memo's count when the source can
+ * be (src->reread): a memory snapshot's trace goes to memsnap_trace as it is read; what is left is
+ * a memory snapshot (read here) or a flight recorder (expanded to a tree for flightrec.c). */
+static oomscan_status read_pickle(const unsigned char *head, size_t nhead, scan_read_fn rd, void *rd_ud,
+                                  const scan_source *src, dumps_acc *acc, scan_result *res, char **why)
+{
+    counted c = {.r = {.head = head, .nhead = nhead, .rd = rd, .ud = rd_ud}};
+    memsnap_trace *tr = memsnap_trace_new();
+    if (!tr)
+        return OOMSCAN_ERR_NOMEM;
+    pickle_input in = {.read = counted_read,
+                       .read_ud = &c,
+                       .reread = src->reread,
+                       .reread_ud = src->reread_ud,
+                       .stream_key = "device_traces",
+                       .item = memsnap_trace_item,
+                       .item_ud = tr};
+    pickle_doc *doc = NULL;
+    oomscan_diag d;
+    diag_clear(&d);
+    oomscan_status st = pickle_parse(&in, NULL, &doc, &d), ret = OOMSCAN_OK;
+    /* the rest of the stream, for the byte and line counts */
+    unsigned char sink[65536];
+    while (!c.read_error && counted_read(&c, sink, sizeof sink) > 0)
+        ;
+    res->bytes = c.bytes;
+    res->lines = c.lines;
+    res->read_error = c.read_error;
+    if (st == OOMSCAN_ERR_NOMEM) {
+        ret = st;
+    } else if (st) {
+        if (!c.read_error)
+            *why = dumps_strf("pickle: %s", d.msg);
+    } else {
+        int rc = memsnap_summarise(doc, tr, src, acc, why);
+        if (rc == 1) {
+            cJSON *tree = NULL;
+            st = pickle_to_json(doc, pickle_root(doc), NULL, c.bytes, &tree, &d);
+            if (st == OOMSCAN_ERR_NOMEM)
+                rc = -1;
+            else if (st)
+                *why = dumps_strf("pickle: %s", d.msg);
+            else
+                rc = flightrec_summarise(tree, src, acc, why);
+            cJSON_Delete(tree);
+        }
+        if (rc == 1 && !*why)
+            *why = dumps_strf("a pickle that is neither a flight recorder dump nor a memory snapshot");
+        if (rc < 0)
+            ret = OOMSCAN_ERR_NOMEM;
+    }
+    pickle_doc_free(doc);
+    memsnap_trace_free(tr);
+    return ret;
 }
 
 oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhead, scan_read_fn rd, void *rd_ud,
@@ -251,18 +312,19 @@ oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhea
             dumps_tag(tmp, dumps_kind_name(kind), NULL, NULL, NULL, NULL, 0);
         }
         kernel_blocks_free(r.kb);
+    } else if (kind == DUMP_PICKLE) {
+        ret = read_pickle(head, nhead, rd, rd_ud, src, acc, res, why);
     } else {
         size_t n = 0;
         int nomem = 0;
-        size_t cap = kind == DUMP_ERROR_FILE ? (16u << 20) : kind == DUMP_PICKLE ? pickle_default_limits.max_input
-                                                                                 : DUMPS_MAX_JSON;
+        size_t cap = kind == DUMP_ERROR_FILE ? (16u << 20) : DUMPS_MAX_JSON;
         unsigned char *buf = dumps_slurp(head, nhead, rd, rd_ud, cap, &n, res, why, &nomem);
         if (nomem)
             ret = OOMSCAN_ERR_NOMEM;
         else if (buf && kind == DUMP_ERROR_FILE)
             ret = errfile_read(buf, n, sc, ps, src, tmp, why);
         else if (buf)
-            ret = read_decoded(kind, buf, n, src, acc, why);
+            ret = read_json(buf, n, src, acc, why);
         free(buf);
     }
     if (!ret && story_merge(st, tmp) != 0)
