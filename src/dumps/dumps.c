@@ -145,6 +145,12 @@ int dumps_acc_merge(dumps_acc *dst, dumps_acc *src)
     return 0;
 }
 
+void dumps_acc_stop_on(dumps_acc *acc, const volatile sig_atomic_t *stop)
+{
+    if (acc)
+        acc->stop = stop;
+}
+
 int dumps_acc_finish(dumps_acc *acc, const pdb *db, story *st)
 {
     if (!acc)

@@ -36,24 +36,10 @@ static void rank_from_path(const char *path, char *local_rank, size_t cap)
     local_rank[k] = 0;
 }
 
-static int number_of(const cJSON *v, double *out)
-{
-    if (cJSON_IsNumber(v)) {
-        *out = v->valuedouble;
-        return 1;
-    }
-    if (cJSON_IsString(v) && v->valuestring[0]) {
-        char *end;
-        *out = strtod(v->valuestring, &end);
-        return *end == 0;
-    }
-    return 0;
-}
-
 /* py_callstack as one text: a string, or a list of strings joined (each usually ends in "\n") */
 static char *callstack_text(const cJSON *cs)
 {
-    if (cJSON_IsString(cs))
+    if (cJSON_IsString(cs) && cs->valuestring)
         return strdup(cs->valuestring);
     if (!cJSON_IsArray(cs))
         return NULL;
@@ -83,21 +69,22 @@ oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, pha
         *why = dumps_strf("error file: not valid JSON");
         return OOMSCAN_OK;
     }
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(doc, "message");
+    const cJSON *msg = dumps_get(doc, "message");
     const char *text = NULL;
     char *stack = NULL;
-    double ts = 0, code = 0;
+    double ts = 0;
+    int64_t code = 0;
     int has_ts = 0, has_code = 0;
     if (cJSON_IsObject(msg)) {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(msg, "message");
-        const cJSON *extra = cJSON_GetObjectItemCaseSensitive(msg, "extraInfo");
-        text = cJSON_IsString(m) ? m->valuestring : NULL;
-        stack = callstack_text(cJSON_GetObjectItemCaseSensitive(extra, "py_callstack"));
-        has_ts = number_of(cJSON_GetObjectItemCaseSensitive(extra, "timestamp"), &ts);
-        has_code = number_of(cJSON_GetObjectItemCaseSensitive(msg, "errorCode"), &code);
-    } else if (cJSON_IsString(msg)) {
-        text = msg->valuestring;
-        has_ts = number_of(cJSON_GetObjectItemCaseSensitive(doc, "timestamp"), &ts);
+        const cJSON *extra = dumps_obj(msg, "extraInfo");
+        text = dumps_str(msg, "message");
+        stack = callstack_text(dumps_get(extra, "py_callstack"));
+        has_ts = dumps_num(dumps_get(extra, "timestamp"), &ts);
+        /* the worker's exit code, or minus its signal: an int */
+        has_code = dumps_int(dumps_get(msg, "errorCode"), INT32_MIN + 1, INT32_MAX, &code);
+    } else {
+        text = dumps_str(doc, "message");
+        has_ts = dumps_num(dumps_get(doc, "timestamp"), &ts);
     }
     if (!text && !stack) {
         cJSON_Delete(doc);
@@ -125,15 +112,14 @@ oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, pha
     free(body);
     if (!st) {
         timefmt t;
-        if (has_ts && ts > 0)
-            dumps_epoch_time(ts, &t);
-        dumps_tag(tmp, "error_file", has_ts && ts > 0 ? &t : NULL, NULL, local_rank, NULL, 1);
+        int timed = has_ts && ts > 0 && dumps_epoch_time(ts, &t) == 0;
+        dumps_tag(tmp, "error_file", timed ? &t : NULL, NULL, local_rank, NULL, 1);
         /* errorCode is the worker's exit code as the agent saw it: negative for a signal */
         for (size_t i = 0; has_code && code != 0 && i < tmp->n; i++) {
             cJSON_DeleteItemFromObjectCaseSensitive(tmp->f[i].memory, "exitcode");
-            cJSON_AddNumberToObject(tmp->f[i].memory, "exitcode", code);
+            cJSON_AddNumberToObject(tmp->f[i].memory, "exitcode", (double)code);
             if (code < 0 && !cJSON_HasObjectItem(tmp->f[i].memory, "signal"))
-                cJSON_AddNumberToObject(tmp->f[i].memory, "signal", -code);
+                cJSON_AddNumberToObject(tmp->f[i].memory, "signal", (double)-code);
         }
     }
     cJSON_Delete(doc);

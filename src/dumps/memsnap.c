@@ -23,9 +23,14 @@
 #define SNAP_SEGMENTS 8
 #define SNAP_FRAMES 8
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+/* the checked reads (common.h): a snapshot's values may be of any type */
+static const cJSON *get(const cJSON *o, const char *k) { return dumps_get(o, k); }
 
-static double num(const cJSON *v) { return cJSON_IsNumber(v) ? v->valuedouble : 0; }
+static double num(const cJSON *v)
+{
+    double d;
+    return cJSON_IsNumber(v) && dumps_num(v, &d) ? d : 0;
+}
 
 static const cJSON *block_frames(const cJSON *b)
 {
@@ -148,6 +153,7 @@ int memsnap_summarise(const cJSON *dump, const scan_source *src, struct dumps_ac
     cJSON_AddNumberToObject(sum, "device", device);
     double reserved = 0, allocated = 0, free_cached = 0, largest_free = 0, nseg = 0;
     cJSON *segd = cJSON_CreateArray(), *sites = cJSON_CreateObject();
+    strmap *site_idx = strmap_new(); /* sites by key: a lookup in `sites` walked all 4096 */
     const cJSON *s;
     cJSON_ArrayForEach(s, segs)
     {
@@ -172,8 +178,9 @@ int memsnap_summarise(const cJSON *dump, const scan_source *src, struct dumps_ac
             char key[400];
             const cJSON *fr = block_frames(b);
             site_key(fr, key, sizeof key);
-            cJSON *site = cJSON_GetObjectItemCaseSensitive(sites, key);
-            if (!site && cJSON_GetArraySize(sites) < 4096 && (site = cJSON_AddObjectToObject(sites, key))) {
+            cJSON *site = strmap_get(site_idx, key);
+            if (!site && site_idx && strmap_count(site_idx) < 4096 && (site = cJSON_AddObjectToObject(sites, key)) &&
+                strmap_put(site_idx, key, site) == 0) {
                 cJSON_AddStringToObject(site, "site", key);
                 cJSON_AddNumberToObject(site, "bytes", 0);
                 cJSON_AddNumberToObject(site, "blocks", 0);
@@ -224,6 +231,7 @@ int memsnap_summarise(const cJSON *dump, const scan_source *src, struct dumps_ac
     while (sites && sites->child)
         cJSON_AddItemToArray(top, cJSON_DetachItemViaPointer(sites, sites->child));
     cJSON_Delete(sites);
+    strmap_free(site_idx);
     keep_largest(top, SNAP_SITES);
     cJSON_AddItemToObject(sum, "top_sites", top);
     cJSON_AddItemToArray(acc->snap, sum);

@@ -571,6 +571,7 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
     if (started == 0 && args[0].status)
         st = args[0].status;
     /* dumps read together: every rank's flight recorder, snapshots against their OOM */
+    dumps_acc_stop_on(s->dumps, &s->cancel); /* a signal there ends it with what it found */
     if (!st && s->dumps && dumps_acc_finish(s->dumps, s->db->p, s->st) != 0)
         st = OOMSCAN_ERR_NOMEM;
     if (st)
