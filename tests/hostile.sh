@@ -170,4 +170,109 @@ for sig in TERM INT; do
 done
 wait
 
+# 12. Crash dumps (issue 35). A flight recorder dump whose pg_config is a list (JSON, pickle, and in a
+#     tarball), given after a good log: the reader crashed (SIGSEGV) and the report was lost. Now the
+#     report is written, the log's OOM kept, and the dump read for what it holds.
+fr=$src/fixtures/dumps/flight_recorder_json
+python3 - "$fr/nccl_trace_rank_0.json" <<'PY'
+import json, pickle, sys
+d = json.load(open(sys.argv[1]))
+d["pg_config"] = [d["pg_config"]["0"], "x", 1]
+json.dump(d, open("fr_list.json", "w"))
+pickle.dump(d, open("fr_list.pkl", "wb"), protocol=2)
+PY
+mkdir frt && cp fr_list.json frt/nccl_trace_rank_0.json && cp fr_list.pkl frt/nccl_trace_rank_1 && tar -czf frt.tar.gz frt
+for f in fr_list.json fr_list.pkl frt.tar.gz; do
+  "$oomscan" -f json oom.log "$f" > fl.json 2> fl.err; rc=$?
+  [ $rc -le 2 ] && [ "$(jq '[.findings[] | select(.class == "cuda_oom")] | length' fl.json)" -ge 1 ] && ok ||
+    bad "pg_config as a list in $f: exit $rc, $(head -c 300 fl.err)"
+done
+
+# 13. Readers that were quadratic (issue 35): each case within 5 s of CPU and 256 MiB of RSS. A flight
+#     recorder naming 40,000 process groups (42 s), a snapshot of 30,000 blocks of distinct sites (20 s),
+#     a snapshot whose OOM has 200,000 frames (minutes), `merge` of 20,000 distinct records (11 s).
+python3 - <<'PY'
+import json, pickle
+ents = [{"collective_seq_id": 1, "pg_id": i, "profiling_name": "nccl:all_reduce", "state": "completed"}
+        for i in range(40000)]
+cfg = {str(i): {"name": str(i), "ranks": "[0, 1]"} for i in range(40000)}
+json.dump({"version": "2.5", "entries": ents, "pg_config": cfg}, open("pgs_0.json", "w"), separators=(",", ":"))
+for e in ents: e["collective_seq_id"] = 2
+json.dump({"version": "2.5", "entries": ents, "pg_config": cfg}, open("pgs_1.json", "w"), separators=(",", ":"))
+blocks = [{"size": 512, "state": "active_allocated", "frames": [{"filename": "/w/m%d.py" % i, "line": i, "name": "f"}]}
+          for i in range(30000)]
+segs = [{"device": 0, "total_size": 512 * 30000, "blocks": blocks}]
+pickle.dump({"segments": segs, "device_traces": [[]]}, open("sites.pickle", "wb"), protocol=4)
+frames = [{"filename": "/w/deep.py", "line": i, "name": "rec"} for i in range(200000)]
+pickle.dump({"segments": [], "device_traces": [[{"action": "oom", "size": 1 << 30, "frames": frames}]]},
+            open("frames.pickle", "wb"), protocol=4)
+PY
+for c in "pgs_0.json pgs_1.json" sites.pickle frames.pickle; do
+  /usr/bin/time -f "%e %U %S %M" -o q.time timeout 60 "$oomscan" -f json $c > q.out 2> q.err; rc=$?
+  # CPU seconds and peak RSS: the machine is shared, wall time says little
+  set -- $(tail -1 q.time)
+  [ $rc -le 2 ] && awk "BEGIN { exit !($2 + $3 < 5 && $4 < 262144) }" && ok ||
+    bad "$c: exit $rc, $(tail -1 q.time) (s, user, sys, KB), $(head -c 200 q.err)"
+done
+#     merge: 20,000 records of distinct jobs cost about four times 5,000 (each id was compared with every
+#     record kept: 9 times; what remains per record is rebuilding its finding and advice)
+"$oomscan" -f ndjson oom.log | head -1 > one.ndjson
+python3 - <<'PY'
+import json
+r = json.loads(open("one.ndjson").readline())
+for k in ("remediation", "diagnosis"):
+    r.pop(k, None)
+with open("many.ndjson", "w") as f:
+    for i in range(20000):
+        r["id"] = "%016x" % i
+        r["job"] = r["merge"]["job"] = "j%d" % i
+        f.write(json.dumps(r) + "\n")
+PY
+head -5000 many.ndjson > few.ndjson
+for c in few many; do
+  /usr/bin/time -f "%U %S" -o $c.time "$oomscan" merge -f ndjson $c.ndjson > $c.out 2> $c.err
+done
+cpu() { tail -1 "$1" | awk '{ print $1 + $2 }'; }
+[ "$(wc -l < many.out)" -eq 20000 ] && awk "BEGIN { exit !($(cpu many.time) < 6.5 * ($(cpu few.time) + 0.05)) }" &&
+  ok || bad "merge of 20,000 records: $(wc -l < many.out) out, CPU $(cpu many.time) s against $(cpu few.time) s for 5,000"
+
+# 14. The --state lock (issue 35): a dangling symlink planted at FILE.lock is refused, its target not
+#     created (O_CREAT followed it: an epilog runs as root); a FIFO there is no lock either. The message
+#     names the lock file.
+ln -s "$t/planted-target" pl.lock
+"$oomscan" -f ndjson --state pl oom.log > pl.out 2> pl.err; rc=$?
+[ $rc -eq 2 ] && [ ! -e planted-target ] && grep -q "^oomscan: pl.lock: cannot create the lock file: it is a symbolic link" pl.err &&
+  ok || bad "planted lock symlink: exit $rc, target $(ls planted-target 2>&1), $(cat pl.err)"
+mkfifo ff.lock
+timeout 10 "$oomscan" -f ndjson --state ff oom.log > ff.out 2> ff.err; rc=$?
+[ $rc -eq 2 ] && grep -q "^oomscan: ff.lock: cannot use the lock file: not a regular file" ff.err && ok ||
+  bad "FIFO lock: exit $rc, $(cat ff.err)"
+
+# 15. A run killed before it writes (waiting for another run's --state lock, or in a merge) leaves no
+#     temporary report file beside -o's (one FILE.XXXXXX per killed run was left).
+"$oomscan" -f ndjson --state kl oom.log > /dev/null
+(flock 9 && exec sleep 8) 9> kl.lock & holder=$!
+sleep 0.5
+"$oomscan" -f ndjson --state kl -o kl.ndjson oom.log 2> kl.err & pid=$!
+sleep 1; kill -TERM $pid; wait $pid; rc=$?
+kill $holder 2> /dev/null; wait $holder 2> /dev/null
+[ $rc -eq 2 ] && [ -z "$(ls kl.ndjson* 2> /dev/null)" ] && ok || bad "killed while waiting for the lock: exit $rc, left $(ls kl.ndjson* 2>&1)"
+mkfifo mgf
+"$oomscan" merge -o mg.ndjson mgf 2> mg.err & pid=$!
+exec 8> mgf # the merge opens the FIFO and waits for records
+sleep 0.5; kill -TERM $pid; wait $pid; rc=$?
+exec 8>&-
+[ $rc -eq 2 ] && [ -z "$(ls mg.ndjson* 2> /dev/null)" ] && ok || bad "killed during a merge: exit $rc, left $(ls mg.ndjson* 2>&1)"
+
+# 16. merge caps a record's length (--limit record, 1 MiB): /dev/zero grew until the address space ran
+#     out and was then reported ok; a 3 MB line is cut, named by input and line, the input partial.
+timeout 20 "$oomscan" merge -f json /dev/zero > dz.json 2> dz.err; rc=$?
+[ $rc -eq 2 ] && [ "$(jq -r '.inputs[0].status' dz.json)" = partial ] &&
+  grep -q "^oomscan: /dev/zero: line 1: a record longer than 1048576 bytes: stopped reading (--limit record=1048576)" dz.err &&
+  ok || bad "merge /dev/zero: exit $rc, $(head -c 300 dz.err)"
+{ cat one.ndjson; head -c 3000000 /dev/zero | tr '\0' x; echo; } > long.ndjson
+"$oomscan" merge -f json long.ndjson > lg.json 2> lg.err; rc=$?
+[ $rc -eq 2 ] && [ "$(jq '.findings | length' lg.json)" -eq 1 ] && grep -q "^oomscan: long.ndjson: line 2: a record longer" lg.err &&
+  ok || bad "merge of a 3 MB line: exit $rc, $(head -c 300 lg.err)"
+
 finish hostile
