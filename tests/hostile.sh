@@ -275,4 +275,30 @@ timeout 20 "$oomscan" merge -f json /dev/zero > dz.json 2> dz.err; rc=$?
 [ $rc -eq 2 ] && [ "$(jq '.findings | length' lg.json)" -eq 1 ] && grep -q "^oomscan: long.ndjson: line 2: a record longer" lg.err &&
   ok || bad "merge of a 3 MB line: exit $rc, $(head -c 300 lg.err)"
 
+# 17. JSON-lines logs (issue 35) are logs whatever their first record's keys: read by their messages, the
+#     CUDA OOM on line 102 is found. Records with "message" and "timestamp" were taken for an error file
+#     (one value read, exit 0), a first record naming pg_config for a flight recorder, a compact
+#     {"id","role","title"} first line for oomscan's own output. The OOM line is the fixture's own; the
+#     101 records before it are filler.
+for shape in errfile pgconfig ownout; do
+  python3 - "$shape" <<'PY'
+import json, sys
+shape = sys.argv[1]
+oom = open("oom.log").read().splitlines()[1]
+with open("jl-%s.log" % shape, "w") as f:
+    for i in range(101):
+        r = {"timestamp": "2024-05-01T10:00:%02d" % (i % 60), "level": "INFO", "message": "filler record %d" % i}
+        if i == 0 and shape == "pgconfig":
+            r["pg_config"] = {"0": {"name": "0"}}
+        if i == 0 and shape == "ownout":
+            r = {"id": "1", "role": "trainer", "title": "run 7"}
+        f.write(json.dumps(r, separators=(",", ":") if shape == "ownout" else (", ", ": ")) + "\n")
+    f.write(json.dumps({"timestamp": "2024-05-01T10:01:41", "level": "ERROR", "message": oom}) + "\n")
+PY
+  "$oomscan" -f json jl-$shape.log > jl.json 2> jl.err; rc=$?
+  [ $rc -eq 1 ] && [ "$(jq -r '.findings[0].class' jl.json)" = cuda_oom ] && [ "$(st jl.json jl-$shape.log)" = ok ] &&
+    [ "$(jq -r '.findings[0].evidence[0]' jl.json | head -c 23)" = "torch.OutOfMemoryError:" ] && ok ||
+    bad "JSON-lines log ($shape): exit $rc, $(jq -c '[.findings[].class], .inputs' jl.json 2>&1 | head -c 300) $(cat jl.err)"
+done
+
 finish hostile

@@ -131,4 +131,14 @@ int dumps_state_finding(dumps_prober *p, const dumps_stated *d, story *st, long 
  * 15), else a string. 0, -1 out of memory. */
 int dumps_put_value(cJSON *obj, const char *key, const char *s);
 
+/* A read filter over a JSON-lines log (jsonl.c): each record's message as a line, its traceback as
+ * lines of their own, any other line as it is. dumps_jsonl_read is a scan_read_fn over `rd`. */
+typedef struct dumps_jsonl dumps_jsonl;
+dumps_jsonl *dumps_jsonl_new(scan_read_fn rd, void *ud);
+void dumps_jsonl_free(dumps_jsonl *j); /* NULL-safe */
+ssize_t dumps_jsonl_read(void *ud, void *buf, size_t cap);
+/* The bytes of the log itself read so far (the scanner counts the lines made from them; their offsets
+ * are those of the lines made). */
+uint64_t dumps_jsonl_bytes(const dumps_jsonl *j);
+
 #endif

@@ -33,8 +33,10 @@ typedef enum {
     DUMP_FAULTHANDLER,/* a faulthandler dump in its own file */
     DUMP_PICKLE,      /* flight recorder or memory snapshot, told apart after decoding */
     DUMP_FR_JSON,     /* flight recorder written as JSON (PyTorch 2.5+) */
-    DUMP_OOMSCAN      /* oomscan's own JSON document or NDJSON records: not read (a job folder often
+    DUMP_OOMSCAN,     /* oomscan's own JSON document or NDJSON records: not read (a job folder often
                        * holds the epilog's spool or a saved report beside the logs it came from) */
+    DUMP_JSONL        /* a JSON-lines log (structlog, python-json-logger, k8s): a log whose records'
+                       * "message" values are its lines (dumps_read scans them) */
 } dump_kind;
 
 /* What the first bytes of a source are. */
