@@ -328,4 +328,26 @@ for v in 180000 200000 220000 260000; do
   [ ! -s j16.json ] || [ "$(jq '.inputs | length' j16.json)" -eq 16 ] && ok || bad "ulimit -v $v, -j 16: $(jq '.inputs | length' j16.json) of 16 inputs listed"
 done
 
+# 19. Error files that are not whole (issue 35) keep what is: cut 30 bytes short (the worker died while
+#     torchelastic wrote it), 17 MB (over the 16 MiB read; a huge call stack after the message), a value
+#     nested 1,001 deep after it (past cJSON's limit). The exception its first bytes state is found, the
+#     input partial with the reason. The file is the real torchrun job's (fixtures/dumps/torchrun).
+ef=$src/fixtures/dumps/torchrun/job42_sfy4zqds/attempt_0/0/error.json
+head -c $(($(wc -c < "$ef") - 30)) "$ef" > ef-cut.json
+python3 - "$ef" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["message"]["extraInfo"]["py_callstack"] += "  x\n" * 4400000
+json.dump(d, open("ef-big.json", "w"))
+d = json.load(open(sys.argv[1]))
+deep = "[" * 1001 + "]" * 1001
+open("ef-deep.json", "w").write(json.dumps(d)[:-2] + ', "deep": ' + deep + "}}")
+PY
+for f in ef-cut.json ef-big.json ef-deep.json; do
+  "$oomscan" -f json "$f" > ef.json 2> ef.err; rc=$?
+  [ $rc -eq 2 ] && [ "$(jq -r '.findings[0].class' ef.json)" = nccl_error ] && [ "$(st ef.json "$f")" = partial ] &&
+    grep -q "^oomscan: $f: error file" ef.err && ok ||
+    bad "$f: exit $rc, $(jq -c '[.findings[].class], [.inputs[] | [.status, .error]]' ef.json 2>&1 | head -c 300)"
+done
+
 finish hostile

@@ -23,7 +23,7 @@ char *dumps_strf(const char *fmt, ...)
 }
 
 unsigned char *dumps_slurp(const unsigned char *head, size_t nhead, scan_read_fn rd, void *ud, size_t cap, size_t *n,
-                           scan_result *res, char **why, int *nomem)
+                           scan_result *res, char **why, int *nomem, int *cut)
 {
     size_t have = nhead, size = nhead + 65536;
     unsigned char *buf = malloc(size + 1);
@@ -34,6 +34,10 @@ unsigned char *dumps_slurp(const unsigned char *head, size_t nhead, scan_read_fn
     memcpy(buf, head, nhead);
     for (;;) {
         if (have == size) {
+            if (size >= cap && cut) {
+                *cut = 1;
+                break;
+            }
             if (size >= cap) {
                 free(buf);
                 *why = dumps_strf("dump larger than the %zu MiB this reader accepts", cap >> 20);

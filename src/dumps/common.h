@@ -24,9 +24,10 @@ struct dumps_acc {
 };
 
 /* The whole rest of a source after its head, up to `cap` bytes, into one malloc'd buffer (NUL
- * added). NULL with *why set ("too large", a read error, out of memory: *nomem set). */
+ * added). NULL with *why set ("too large", a read error, out of memory: *nomem set). With `cut`
+ * non-NULL a longer source gives its first `cap` bytes and sets *cut instead of failing. */
 unsigned char *dumps_slurp(const unsigned char *head, size_t nhead, scan_read_fn rd, void *ud, size_t cap, size_t *n,
-                           scan_result *res, char **why, int *nomem);
+                           scan_result *res, char **why, int *nomem, int *cut);
 
 /* Scan `text` (lines the dump holds or that stand for it) with the ordinary scanner into `tmp`, as
  * source `src`. OOMSCAN_OK or OOMSCAN_ERR_NOMEM. */
@@ -78,8 +79,11 @@ char *dumps_strf(const char *fmt, ...)
     ;
 
 /* Readers (errfile.c, kernel.c, flightrec.c, memsnap.c). */
-oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, phase_state *ps, const scan_source *src,
-                            story *tmp, char **why);
+/* An error file in buf[0..n) (`cut`: the file went on past it). One cut short, too deep for cJSON or
+ * past the read size keeps the exception and call stack its first bytes state whole, and *why says it
+ * was partial. */
+oomscan_status errfile_read(const unsigned char *buf, size_t n, int cut, scanner *sc, phase_state *ps,
+                            const scan_source *src, story *tmp, char **why);
 /* A line-by-line reader of kernel log text that gathers the oom-killer blocks by pid. */
 typedef struct kernel_blocks kernel_blocks;
 kernel_blocks *kernel_blocks_new(void);

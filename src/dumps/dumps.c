@@ -338,11 +338,13 @@ oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhea
         int nomem = 0;
         size_t cap = kind == DUMP_ERROR_FILE ? (16u << 20) : kind == DUMP_PICKLE ? pickle_default_limits.max_input
                                                                                  : DUMPS_MAX_JSON;
-        unsigned char *buf = dumps_slurp(head, nhead, rd, rd_ud, cap, &n, res, why, &nomem);
+        int cut = 0; /* an error file past its read size keeps its first bytes: they state the exception */
+        unsigned char *buf =
+            dumps_slurp(head, nhead, rd, rd_ud, cap, &n, res, why, &nomem, kind == DUMP_ERROR_FILE ? &cut : NULL);
         if (nomem)
             ret = OOMSCAN_ERR_NOMEM;
         else if (buf && kind == DUMP_ERROR_FILE)
-            ret = errfile_read(buf, n, sc, ps, src, tmp, why);
+            ret = errfile_read(buf, n, cut, sc, ps, src, tmp, why);
         else if (buf)
             ret = read_decoded(kind, buf, n, src, acc, why);
         free(buf);

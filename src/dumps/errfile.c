@@ -61,13 +61,75 @@ static char *callstack_text(const cJSON *cs)
     return s;
 }
 
-oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, phase_state *ps, const scan_source *src,
-                            story *tmp, char **why)
+/* The first complete JSON string after key `key` at or after p (a string literal whole before `end`),
+ * as a cJSON string; NULL when there is none. */
+static cJSON *string_after(const char *p, const char *end, const char *key)
 {
-    cJSON *doc = cJSON_ParseWithLength((const char *)buf, n);
+    size_t kl = strlen(key);
+    for (const char *k = p; (k = memmem(k, (size_t)(end - k), key, kl)); k += kl) {
+        const char *q = k + kl;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q >= end || *q != ':')
+            continue;
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q >= end || *q != '"')
+            continue;
+        const char *e = q + 1;
+        while (e < end && *e != '"')
+            e += *e == '\\' ? 2 : 1;
+        if (e >= end)
+            return NULL; /* cut inside the string */
+        cJSON *v = cJSON_ParseWithLength(q, (size_t)(e + 1 - q));
+        if (cJSON_IsString(v))
+            return v;
+        cJSON_Delete(v);
+    }
+    return NULL;
+}
+
+/* What a document cJSON cannot read (cut short by a dying worker, or nested past cJSON's 1,000) still
+ * states whole: the first "message" string and the "py_callstack" string, as the nested shape. NULL
+ * when it states no message. */
+static cJSON *salvage(const char *buf, size_t n)
+{
+    const char *end = buf + n;
+    cJSON *msg = string_after(buf, end, "\"message\"");
+    if (!msg)
+        return NULL;
+    cJSON *doc = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(doc, "message");
+    cJSON *extra = m ? cJSON_AddObjectToObject(m, "extraInfo") : NULL;
+    cJSON *cs = string_after(buf, end, "\"py_callstack\"");
+    if (!extra) {
+        cJSON_Delete(msg);
+        cJSON_Delete(cs);
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    cJSON_AddItemToObject(m, "message", msg);
+    if (cs)
+        cJSON_AddItemToObject(extra, "py_callstack", cs);
+    return doc;
+}
+
+oomscan_status errfile_read(const unsigned char *buf, size_t n, int cut, scanner *sc, phase_state *ps,
+                            const scan_source *src, story *tmp, char **why)
+{
+    cJSON *doc = cut ? NULL : cJSON_ParseWithLength((const char *)buf, n);
     if (!doc) {
-        *why = dumps_strf("error file: not valid JSON");
-        return OOMSCAN_OK;
+        /* keep what is whole, as a truncated gzip keeps its prefix, and say the input is partial */
+        doc = salvage((const char *)buf, n);
+        *why = cut ? dumps_strf("error file larger than the %zu MiB read: read as far as that", n >> 20)
+               : doc ? dumps_strf("error file: cut short or not valid JSON: read what was whole before the fault")
+                     : dumps_strf("error file: not valid JSON");
+        if (!*why) {
+            cJSON_Delete(doc);
+            return OOMSCAN_ERR_NOMEM;
+        }
+        if (!doc)
+            return OOMSCAN_OK;
     }
     const cJSON *msg = dumps_get(doc, "message");
     const char *text = NULL;
@@ -88,7 +150,8 @@ oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, pha
     }
     if (!text && !stack) {
         cJSON_Delete(doc);
-        *why = dumps_strf("error file: no \"message\"");
+        if (!*why)
+            *why = dumps_strf("error file: no \"message\"");
         return OOMSCAN_OK;
     }
     /* The call stack ends with the exception line (format_exc); when it was cut, or absent, the
