@@ -99,6 +99,8 @@ typedef struct {
                             * skipped for the rest of that input (64) */
     uint64_t max_state_bytes; /* --state file size (256 MiB) */
     unsigned lock_wait_s;  /* seconds to wait for another run's --state lock (600) */
+    uint64_t max_record_bytes; /* one NDJSON record (line) that `merge` reads (1 MiB); a longer one stops
+                                * that input, partial, naming the line */
 } oomscan_limits;
 
 typedef struct {

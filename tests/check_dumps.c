@@ -11,6 +11,7 @@
 #include "check_main.h"
 #include "dumps/dumps.h"
 #include "dumps/common.h" /* to look into the accumulator */
+#include "dumps/pickle.h"
 #include "membuf.h"
 
 static pdb *db;
@@ -121,9 +122,17 @@ START_TEST(test_dumps_sniff_tells_each_kind_by_content)
     ck_assert_int_eq(SNIFF("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n"), DUMP_NONE);
     /* oomscan's own output: an NDJSON record and the JSON document (cJSON's tab-indented form) */
     ck_assert_int_eq(SNIFF("{\"id\":\"dbede415e621907a\",\"class\":\"host_oom_kill\",\"phase\":\"unknown\","
-                           "\"role\":\"root\",\"title\":\"Slurm step/job exceeded its memory limit\"}\n"),
+                           "\"role\":\"root\",\"title\":\"Slurm step/job exceeded its memory limit\",\"type\":\"finding\","
+                           "\"merge\":{\"v\":1}}\n{\"id\":\"dbede415e621907b\"}\n"),
                      DUMP_OOMSCAN);
     ck_assert_int_eq(SNIFF("{\n\t\"schema\":\t\"oomscan/1\",\n\t\"tool\":\t{\n"), DUMP_OOMSCAN);
+    /* JSON-lines logs are logs, read by their messages, whatever their first record's keys say (issue 35:
+     * an error file's, a flight recorder's, an oomscan record's) */
+    ck_assert_int_eq(SNIFF("{\"message\": \"step 1\", \"timestamp\": 1700000000}\n{\"message\": \"step 2\"}\n"), DUMP_JSONL);
+    ck_assert_int_eq(SNIFF("{\"msg\": \"pg_config ready\", \"pg_config\": {}, \"version\": \"1\", \"entries\": []}\n{\"msg\": \"x\"}\n"),
+                     DUMP_JSONL);
+    ck_assert_int_eq(SNIFF("{\"id\":\"7\",\"role\":\"worker\",\"title\":\"rank 0\"}\n{\"id\":\"8\"}\n"), DUMP_JSONL);
+    ck_assert_int_eq(SNIFF("{\"message\": \"one record\", \"timestamp\": 1, \"level\": \"INFO\"}"), DUMP_NONE);
     /* a JSON log line that merely has an id is a log */
     ck_assert_int_eq(SNIFF("{\"id\":\"42\",\"level\":\"error\",\"msg\":\"CUDA out of memory\"}\n"), DUMP_NONE);
 }
@@ -518,6 +527,176 @@ START_TEST(test_dumps_bad_pickle_is_a_named_error)
 }
 END_TEST
 
+
+/* ---- hostile dumps (issue 35) ------------------------------------------------------------------- */
+
+/* Values of every type but the expected one (the fixtures' own types are among them, harmlessly). */
+static cJSON *wrong_value(int w)
+{
+    switch (w) {
+    case 0: return cJSON_CreateArray();
+    case 1: return cJSON_Parse("[1,\"x\",{\"name\":null}]");
+    case 2: return cJSON_CreateObject();
+    case 3: return cJSON_Parse("{\"a\":[1],\"0\":{}}");
+    case 4: return cJSON_CreateString("node-2");
+    case 5: return cJSON_CreateString("inf");
+    case 6: return cJSON_CreateNumber(-1);
+    case 7: return cJSON_CreateNumber(1e300);
+    case 8: return cJSON_CreateNumber(-2147483648.0);
+    case 9: return cJSON_CreateNumber(0.0 / 0.0); /* NaN: a pickle's float can be one */
+    case 10: return cJSON_CreateNull();
+    case 11: return cJSON_CreateTrue();
+    }
+    return NULL;
+}
+#define WRONG_VALUES 12
+
+/* Replace the k-th node (preorder, the root excluded) under `o` with `v`; 1 when done. */
+static int replace_nth(cJSON *o, int *k, cJSON *v)
+{
+    for (cJSON *c = o->child; c; c = c->next) {
+        if ((*k)-- == 0) {
+            ck_assert(cJSON_ReplaceItemViaPointer(o, c, v));
+            return 1;
+        }
+        if (replace_nth(c, k, v))
+            return 1;
+    }
+    return 0;
+}
+
+static int count_nodes(const cJSON *o)
+{
+    int n = 0;
+    for (const cJSON *c = o->child; c; c = c->next)
+        n += 1 + count_nodes(c);
+    return n;
+}
+
+static size_t count_class(const story *st, tax_class cls)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < st->n; i++)
+        n += st->f[i].cls == cls;
+    return n;
+}
+
+/* Every node of each dump replaced in turn by each wrong value, the dump read with a good log before
+ * it and (for the flight recorder) the other rank's good dump: nothing crashes (the ASan build runs
+ * this too), and the log's CUDA OOM is kept every time. pg_config as a list crashed the reader. */
+START_TEST(test_dumps_every_field_of_the_wrong_type)
+{
+    size_t nlog;
+    char *log = slurp_fixture("../golden/swift-interleaved-oom.log", &nlog);
+    const char *docs[] = {"flight_recorder_json/nccl_trace_rank_0.json", "flight_recorder_json/nccl_trace_rank_1.json",
+                          "torchrun/job42_sfy4zqds/attempt_0/0/error.json"};
+    for (size_t d = 0; d < sizeof docs / sizeof *docs; d++) {
+        size_t n;
+        char *text = slurp_fixture(docs[d], &n);
+        cJSON *doc = cJSON_Parse(text);
+        ck_assert_ptr_nonnull(doc);
+        char *other = d < 2 ? slurp_fixture(docs[1 - d], &n) : NULL;
+        int nodes = count_nodes(doc);
+        for (int k = 0; k < nodes; k++)
+            for (int w = 0; w < WRONG_VALUES; w++) {
+                cJSON *m = cJSON_Duplicate(doc, 1);
+                int kk = k;
+                ck_assert(replace_nth(m, &kk, wrong_value(w)));
+                story *st = story_new();
+                dumps_acc *acc = dumps_acc_new();
+                char *why = NULL;
+                read_one("train.log", log, nlog, st, acc, &why);
+                size_t ooms = count_class(st, CLS_CUDA_OOM);
+                ck_assert_uint_ge(ooms, 1);
+                if (d < 2) {
+                    /* straight into the summary (NaN cannot be written as JSON text), then the other rank */
+                    scan_source src = {.path = docs[d]};
+                    flightrec_summarise(m, &src, acc, &why);
+                    free(why);
+                    read_one(docs[1 - d], other, strlen(other), st, acc, &why);
+                } else {
+                    char *t = cJSON_PrintUnformatted(m);
+                    read_one(docs[d], t, strlen(t), st, acc, &why);
+                    free(t);
+                }
+                free(why);
+                ck_assert_int_eq(dumps_acc_finish(acc, db, st), 0);
+                ck_assert_msg(count_class(st, CLS_CUDA_OOM) >= ooms, "%s: node %d as value %d lost the log's OOM", docs[d],
+                              k, w);
+                dumps_acc_free(acc);
+                story_free(st);
+                cJSON_Delete(m);
+            }
+        free(other);
+        free(text);
+        cJSON_Delete(doc);
+    }
+    free(log);
+}
+END_TEST
+
+
+/* The laggard of a flight recorder is found however another rank's dump states its rank (a name, -1,
+ * NaN, a huge number), and under file names that give no rank: it is made from the values, not
+ * matched again in a sentence whose rank list allowed only digits. */
+START_TEST(test_dumps_flight_recorder_laggard_survives_a_rank_that_is_no_number)
+{
+    size_t n0, n1;
+    char *t0 = slurp_fixture("flight_recorder_json/nccl_trace_rank_0.json", &n0);
+    char *t1 = slurp_fixture("flight_recorder_json/nccl_trace_rank_1.json", &n1);
+    for (int w = 4; w < 10; w++) {
+        for (int named = 0; named < 2; named++) {
+            cJSON *d0 = cJSON_Parse(t0);
+            cJSON_AddItemToObject(d0, "rank", wrong_value(w));
+            story *st = story_new();
+            dumps_acc *acc = dumps_acc_new();
+            char *why = NULL;
+            scan_source src = {.path = named ? "fr/nccl_trace_rank_0.json" : "fr/waiting.json"};
+            ck_assert_int_eq(flightrec_summarise(d0, &src, acc, &why), 0);
+            read_one(named ? "fr/nccl_trace_rank_1.json" : "fr/lagging.json", t1, n1, st, acc, &why);
+            ck_assert_ptr_null(why);
+            ck_assert_int_eq(dumps_acc_finish(acc, db, st), 0);
+            const finding *f = fr_finding(st);
+            const cJSON *seq = cJSON_GetObjectItemCaseSensitive(f->memory, "seq");
+            ck_assert_msg(cJSON_IsNumber(seq) && seq->valuedouble == 42, "rank value %d", w);
+            if (named) {
+                const cJSON *miss = cJSON_GetObjectItemCaseSensitive(f->memory, "missing_ranks");
+                ck_assert(cJSON_IsNumber(miss) && miss->valuedouble == 1);
+                ck_assert_str_eq(f->rank, "1");
+            }
+            dumps_acc_free(acc);
+            story_free(st);
+            cJSON_Delete(d0);
+        }
+    }
+    free(t0);
+    free(t1);
+}
+END_TEST
+
+/* Times out of any job's range (1e300, "inf", -1, NaN) in an error file are no time: the cast to
+ * time_t was undefined (the UBSan build reported it). The exception is still read. */
+START_TEST(test_dumps_error_file_timestamp_out_of_range_is_no_time)
+{
+    const char *stamps[] = {"1e300", "\"inf\"", "-1", "\"1e999\"", "\"nan\"", "9223372036854775808"};
+    for (size_t i = 0; i < sizeof stamps / sizeof *stamps; i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc,
+                 "{\"message\": {\"message\": \"RuntimeError: CUDA error: out of memory\", \"extraInfo\": "
+                 "{\"py_callstack\": \"x\", \"timestamp\": %s}, \"errorCode\": 1e300}}",
+                 stamps[i]);
+        story *st = story_new();
+        char *why = NULL;
+        ck_assert_int_eq(read_one("error.json", doc, strlen(doc), st, NULL, &why), DUMP_ERROR_FILE);
+        ck_assert_msg(why == NULL, "%s: %s", stamps[i], why);
+        ck_assert_uint_ge(st->n, 1);
+        ck_assert_msg(!st->f[0].first.has_time, "%s gave a time", stamps[i]);
+        ck_assert(!cJSON_HasObjectItem(st->f[0].memory, "exitcode"));
+        story_free(st);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dumps");
@@ -536,6 +715,14 @@ int main(void)
     tcase_add_test(tc, test_dumps_memory_snapshot_sites_are_the_users_python_frames);
     tcase_add_test(tc, test_dumps_memory_snapshot_of_another_moment_draws_no_conclusion);
     tcase_add_test(tc, test_dumps_bad_pickle_is_a_named_error);
+    /* thousands of dumps each: more than Check's 4 s on a busy machine or under ASan */
+    TCase *slow = tcase_create("wrong_types");
+    tcase_add_checked_fixture(slow, setup, teardown);
+    tcase_set_timeout(slow, 300);
+    tcase_add_test(slow, test_dumps_every_field_of_the_wrong_type);
+    suite_add_tcase(s, slow);
+    tcase_add_test(tc, test_dumps_flight_recorder_laggard_survives_a_rank_that_is_no_number);
+    tcase_add_test(tc, test_dumps_error_file_timestamp_out_of_range_is_no_time);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -170,4 +170,184 @@ for sig in TERM INT; do
 done
 wait
 
+# 12. Crash dumps (issue 35). A flight recorder dump whose pg_config is a list (JSON, pickle, and in a
+#     tarball), given after a good log: the reader crashed (SIGSEGV) and the report was lost. Now the
+#     report is written, the log's OOM kept, and the dump read for what it holds.
+fr=$src/fixtures/dumps/flight_recorder_json
+python3 - "$fr/nccl_trace_rank_0.json" <<'PY'
+import json, pickle, sys
+d = json.load(open(sys.argv[1]))
+d["pg_config"] = [d["pg_config"]["0"], "x", 1]
+json.dump(d, open("fr_list.json", "w"))
+pickle.dump(d, open("fr_list.pkl", "wb"), protocol=2)
+PY
+mkdir frt && cp fr_list.json frt/nccl_trace_rank_0.json && cp fr_list.pkl frt/nccl_trace_rank_1 && tar -czf frt.tar.gz frt
+for f in fr_list.json fr_list.pkl frt.tar.gz; do
+  "$oomscan" -f json oom.log "$f" > fl.json 2> fl.err; rc=$?
+  [ $rc -le 2 ] && [ "$(jq '[.findings[] | select(.class == "cuda_oom")] | length' fl.json)" -ge 1 ] && ok ||
+    bad "pg_config as a list in $f: exit $rc, $(head -c 300 fl.err)"
+done
+
+# 13. Readers that were quadratic (issue 35): each case within 5 s of CPU and 256 MiB of RSS. A flight
+#     recorder naming 40,000 process groups (42 s), a snapshot of 30,000 blocks of distinct sites (20 s),
+#     a snapshot whose OOM has 200,000 frames (minutes), `merge` of 20,000 distinct records (11 s).
+python3 - <<'PY'
+import json, pickle
+ents = [{"collective_seq_id": 1, "pg_id": i, "profiling_name": "nccl:all_reduce", "state": "completed"}
+        for i in range(40000)]
+cfg = {str(i): {"name": str(i), "ranks": "[0, 1]"} for i in range(40000)}
+json.dump({"version": "2.5", "entries": ents, "pg_config": cfg}, open("pgs_0.json", "w"), separators=(",", ":"))
+for e in ents: e["collective_seq_id"] = 2
+json.dump({"version": "2.5", "entries": ents, "pg_config": cfg}, open("pgs_1.json", "w"), separators=(",", ":"))
+blocks = [{"size": 512, "state": "active_allocated", "frames": [{"filename": "/w/m%d.py" % i, "line": i, "name": "f"}]}
+          for i in range(30000)]
+segs = [{"device": 0, "total_size": 512 * 30000, "blocks": blocks}]
+pickle.dump({"segments": segs, "device_traces": [[]]}, open("sites.pickle", "wb"), protocol=4)
+frames = [{"filename": "/w/deep.py", "line": i, "name": "rec"} for i in range(200000)]
+pickle.dump({"segments": [], "device_traces": [[{"action": "oom", "size": 1 << 30, "frames": frames}]]},
+            open("frames.pickle", "wb"), protocol=4)
+PY
+for c in "pgs_0.json pgs_1.json" sites.pickle frames.pickle; do
+  /usr/bin/time -f "%e %U %S %M" -o q.time timeout 60 "$oomscan" -f json $c > q.out 2> q.err; rc=$?
+  # CPU seconds and peak RSS: the machine is shared, wall time says little
+  set -- $(tail -1 q.time)
+  [ $rc -le 2 ] && awk "BEGIN { exit !($2 + $3 < 5 && $4 < 262144) }" && ok ||
+    bad "$c: exit $rc, $(tail -1 q.time) (s, user, sys, KB), $(head -c 200 q.err)"
+done
+#     merge: 20,000 records of distinct jobs cost about four times 5,000 (each id was compared with every
+#     record kept: 9 times; what remains per record is rebuilding its finding and advice)
+"$oomscan" -f ndjson oom.log | head -1 > one.ndjson
+python3 - <<'PY'
+import json
+r = json.loads(open("one.ndjson").readline())
+for k in ("remediation", "diagnosis"):
+    r.pop(k, None)
+with open("many.ndjson", "w") as f:
+    for i in range(20000):
+        r["id"] = "%016x" % i
+        r["job"] = r["merge"]["job"] = "j%d" % i
+        f.write(json.dumps(r) + "\n")
+PY
+head -5000 many.ndjson > few.ndjson
+for c in few many; do
+  /usr/bin/time -f "%U %S" -o $c.time "$oomscan" merge -f ndjson $c.ndjson > $c.out 2> $c.err
+done
+cpu() { tail -1 "$1" | awk '{ print $1 + $2 }'; }
+[ "$(wc -l < many.out)" -eq 20000 ] && awk "BEGIN { exit !($(cpu many.time) < 6.5 * ($(cpu few.time) + 0.05)) }" &&
+  ok || bad "merge of 20,000 records: $(wc -l < many.out) out, CPU $(cpu many.time) s against $(cpu few.time) s for 5,000"
+
+# 14. The --state lock (issue 35): a dangling symlink planted at FILE.lock is refused, its target not
+#     created (O_CREAT followed it: an epilog runs as root); a FIFO there is no lock either. The message
+#     names the lock file.
+ln -s "$t/planted-target" pl.lock
+"$oomscan" -f ndjson --state pl oom.log > pl.out 2> pl.err; rc=$?
+[ $rc -eq 2 ] && [ ! -e planted-target ] && grep -q "^oomscan: pl.lock: cannot create the lock file: it is a symbolic link" pl.err &&
+  ok || bad "planted lock symlink: exit $rc, target $(ls planted-target 2>&1), $(cat pl.err)"
+mkfifo ff.lock
+timeout 10 "$oomscan" -f ndjson --state ff oom.log > ff.out 2> ff.err; rc=$?
+[ $rc -eq 2 ] && grep -q "^oomscan: ff.lock: cannot use the lock file: not a regular file" ff.err && ok ||
+  bad "FIFO lock: exit $rc, $(cat ff.err)"
+
+# 15. A run killed before it writes (waiting for another run's --state lock, or in a merge) leaves no
+#     temporary report file beside -o's (one FILE.XXXXXX per killed run was left).
+"$oomscan" -f ndjson --state kl oom.log > /dev/null
+(flock 9 && exec sleep 8) 9> kl.lock & holder=$!
+sleep 0.5
+"$oomscan" -f ndjson --state kl -o kl.ndjson oom.log 2> kl.err & pid=$!
+sleep 1; kill -TERM $pid; wait $pid; rc=$?
+kill $holder 2> /dev/null; wait $holder 2> /dev/null
+[ $rc -eq 2 ] && [ -z "$(ls kl.ndjson* 2> /dev/null)" ] && ok || bad "killed while waiting for the lock: exit $rc, left $(ls kl.ndjson* 2>&1)"
+mkfifo mgf
+"$oomscan" merge -o mg.ndjson mgf 2> mg.err & pid=$!
+exec 8> mgf # the merge opens the FIFO and waits for records
+sleep 0.5; kill -TERM $pid; wait $pid; rc=$?
+exec 8>&-
+[ $rc -eq 2 ] && [ -z "$(ls mg.ndjson* 2> /dev/null)" ] && ok || bad "killed during a merge: exit $rc, left $(ls mg.ndjson* 2>&1)"
+
+# 16. merge caps a record's length (--limit record, 1 MiB): /dev/zero grew until the address space ran
+#     out and was then reported ok; a 3 MB line is cut, named by input and line, the input partial.
+timeout 20 "$oomscan" merge -f json /dev/zero > dz.json 2> dz.err; rc=$?
+[ $rc -eq 2 ] && [ "$(jq -r '.inputs[0].status' dz.json)" = partial ] &&
+  grep -q "^oomscan: /dev/zero: line 1: a record longer than 1048576 bytes: stopped reading (--limit record=1048576)" dz.err &&
+  ok || bad "merge /dev/zero: exit $rc, $(head -c 300 dz.err)"
+{ cat one.ndjson; head -c 3000000 /dev/zero | tr '\0' x; echo; } > long.ndjson
+"$oomscan" merge -f json long.ndjson > lg.json 2> lg.err; rc=$?
+[ $rc -eq 2 ] && [ "$(jq '.findings | length' lg.json)" -eq 1 ] && grep -q "^oomscan: long.ndjson: line 2: a record longer" lg.err &&
+  ok || bad "merge of a 3 MB line: exit $rc, $(head -c 300 lg.err)"
+
+# 17. JSON-lines logs (issue 35) are logs whatever their first record's keys: read by their messages, the
+#     CUDA OOM on line 102 is found. Records with "message" and "timestamp" were taken for an error file
+#     (one value read, exit 0), a first record naming pg_config for a flight recorder, a compact
+#     {"id","role","title"} first line for oomscan's own output. The OOM line is the fixture's own; the
+#     101 records before it are filler.
+for shape in errfile pgconfig ownout; do
+  python3 - "$shape" <<'PY'
+import json, sys
+shape = sys.argv[1]
+oom = open("oom.log").read().splitlines()[1]
+with open("jl-%s.log" % shape, "w") as f:
+    for i in range(101):
+        r = {"timestamp": "2024-05-01T10:00:%02d" % (i % 60), "level": "INFO", "message": "filler record %d" % i}
+        if i == 0 and shape == "pgconfig":
+            r["pg_config"] = {"0": {"name": "0"}}
+        if i == 0 and shape == "ownout":
+            r = {"id": "1", "role": "trainer", "title": "run 7"}
+        f.write(json.dumps(r, separators=(",", ":") if shape == "ownout" else (", ", ": ")) + "\n")
+    f.write(json.dumps({"timestamp": "2024-05-01T10:01:41", "level": "ERROR", "message": oom}) + "\n")
+PY
+  "$oomscan" -f json jl-$shape.log > jl.json 2> jl.err; rc=$?
+  [ $rc -eq 1 ] && [ "$(jq -r '.findings[0].class' jl.json)" = cuda_oom ] && [ "$(st jl.json jl-$shape.log)" = ok ] &&
+    [ "$(jq -r '.findings[0].evidence[0]' jl.json | head -c 23)" = "torch.OutOfMemoryError:" ] && ok ||
+    bad "JSON-lines log ($shape): exit $rc, $(jq -c '[.findings[].class], .inputs' jl.json 2>&1 | head -c 300) $(cat jl.err)"
+done
+
+# 18. Every input given is read or listed with its error (issue 35). A log under 24 folders of 200 bytes
+#     (past PATH_MAX) was skipped without a word; it is listed with the reason. Under a tight ulimit -v
+#     with -j 16 a worker that could not get its scanner marked its inputs done unread; now each one is
+#     listed (this half depends on where allocation fails: it guards, it cannot always show the old fault).
+python3 - <<'PY'
+import os
+os.mkdir("deep")
+fd = os.open("deep", os.O_RDONLY)
+for i in range(24):
+    n = ("d%02d" % i) + "x" * 197
+    os.mkdir(n, dir_fd=fd)
+    nfd = os.open(n, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+f = os.open("oom.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+os.write(f, open("oom.log", "rb").read())
+os.close(f)
+PY
+"$oomscan" -f json deep oom.log > deep.json 2> deep.err; rc=$?
+[ $rc -eq 2 ] && [ "$(jq '[.inputs[] | select(.status == "error" and (.error | test("File name too long")))] | length' deep.json)" -eq 1 ] &&
+  [ "$(nfind deep.json)" -ge 1 ] && ok || bad "a path past PATH_MAX: exit $rc, $(jq -c '[.inputs[] | [.status, .error]]' deep.json)"
+mkdir j16 && i=0 && while [ $i -lt 16 ]; do cp oom.log j16/l$i.log; i=$((i + 1)); done
+for v in 180000 200000 220000 260000; do
+  (ulimit -v $v; exec "$oomscan" -j 16 -f json j16) > j16.json 2> /dev/null
+  [ ! -s j16.json ] || [ "$(jq '.inputs | length' j16.json)" -eq 16 ] && ok || bad "ulimit -v $v, -j 16: $(jq '.inputs | length' j16.json) of 16 inputs listed"
+done
+
+# 19. Error files that are not whole (issue 35) keep what is: cut 30 bytes short (the worker died while
+#     torchelastic wrote it), 17 MB (over the 16 MiB read; a huge call stack after the message), a value
+#     nested 1,001 deep after it (past cJSON's limit). The exception its first bytes state is found, the
+#     input partial with the reason. The file is the real torchrun job's (fixtures/dumps/torchrun).
+ef=$src/fixtures/dumps/torchrun/job42_sfy4zqds/attempt_0/0/error.json
+head -c $(($(wc -c < "$ef") - 30)) "$ef" > ef-cut.json
+python3 - "$ef" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["message"]["extraInfo"]["py_callstack"] += "  x\n" * 4400000
+json.dump(d, open("ef-big.json", "w"))
+d = json.load(open(sys.argv[1]))
+deep = "[" * 1001 + "]" * 1001
+open("ef-deep.json", "w").write(json.dumps(d)[:-2] + ', "deep": ' + deep + "}}")
+PY
+for f in ef-cut.json ef-big.json ef-deep.json; do
+  "$oomscan" -f json "$f" > ef.json 2> ef.err; rc=$?
+  [ $rc -eq 2 ] && [ "$(jq -r '.findings[0].class' ef.json)" = nccl_error ] && [ "$(st ef.json "$f")" = partial ] &&
+    grep -q "^oomscan: $f: error file" ef.err && ok ||
+    bad "$f: exit $rc, $(jq -c '[.findings[].class], [.inputs[] | [.status, .error]]' ef.json 2>&1 | head -c 300)"
+done
+
 finish hostile

@@ -41,4 +41,14 @@ printf 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. 
 "$oomscan" --format markdown "$t/hostile.log" > "$t/h.md"
 grep -q '### Root cause' "$t/h.md" && ok || bad "hostile line: no finding"
 if LC_ALL=C grep -q "$(printf '[\001-\010\013-\037\177]')" "$t/h.md"; then bad "control bytes reached the markdown"; else ok; fi
+# a path longer than a cell holds, of two-byte characters, at both parities (issue 35): shortened
+# between characters, the report valid UTF-8 (the cut fell inside one)
+e=$(printf '\303\251') # é
+long=$(i=0; while [ $i -lt 120 ]; do printf '%s' "$e"; i=$((i + 1)); done)
+for pre in a ab; do
+  mkdir -p "$t/$pre/$long" && cp "$src/fixtures/golden/swift-interleaved-oom.log" "$t/$pre/$long/$long.log"
+  (cd "$t" && "$oomscan" --format markdown "$pre/$long/$long.log" > "$t/u.md")
+  grep -q '### Root cause' "$t/u.md" && python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$t/u.md" &&
+    ok || bad "a long path of two-byte characters ($pre): the markdown is not valid UTF-8"
+done
 finish markdown

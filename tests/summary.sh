@@ -60,4 +60,13 @@ jq -e '.jobs == 2 and .bad_lines == 1' "$t/b.json" > /dev/null && ok || bad "rec
 "$oomscan" summary --format xml "$verl" > /dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok || bad "--format xml: exit $rc"
 
+# symlinked folders are not followed (issue 35): three links back to "." never ended, the one log read
+# once per path; a symlinked log is read
+mkdir "$t/sl" && cp "$src/fixtures/golden/swift-interleaved-oom.log" "$t/sl/a.log" &&
+  ln -s . "$t/sl/l1" && ln -s . "$t/sl/l2" && ln -s . "$t/sl/l3" && mkdir "$t/other" && ln -s ../sl/a.log "$t/other/b.log"
+timeout 20 "$oomscan" summary --format json "$t/sl" > "$t/sl.json"; rc=$?
+[ $rc -ne 124 ] && [ "$(jq '.findings' "$t/sl.json")" -eq 1 ] && ok || bad "symlinked folders: exit $rc, $(head -c 200 "$t/sl.json")"
+timeout 20 "$oomscan" summary --format json "$t/other" > "$t/ot.json"
+[ "$(jq '.findings' "$t/ot.json")" -eq 1 ] && ok || bad "a symlinked log was not read: $(head -c 200 "$t/ot.json")"
+
 finish summary

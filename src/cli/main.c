@@ -234,13 +234,15 @@ static int parse_limit(const char *arg, oomscan_limits *l)
             l->max_state_bytes = n;
         else if (strcmp(it, "lock-wait") == 0 && n <= 86400)
             l->lock_wait_s = (unsigned)n;
+        else if (strcmp(it, "record") == 0)
+            l->max_record_bytes = n;
         else
             goto bad;
     }
     return 0;
 bad:
     fprintf(stderr, "oomscan: --limit '%s': takes NAME=N (N > 0, suffix K, M, G or T), NAME one of bytes, ratio, "
-                    "members, depth (up to 16), findings, regex, state, lock-wait (seconds, up to 86400)\n",
+                    "members, depth (up to 16), findings, regex, state, lock-wait (seconds, up to 86400), record\n",
             arg);
     return -1;
 }
@@ -249,10 +251,20 @@ bad:
  * usual. A second one ends the program at once (SA_RESETHAND). */
 static oomscan_scan *volatile g_streaming;
 
+/* The -o temporary file while it exists; a signal before the scan begins (waiting for the --state
+ * lock), or during a merge, removes it and ends the run: there is nothing to write yet. */
+static char *volatile g_tmpname;
+
 static void on_stop_signal(int sig)
 {
     (void)sig;
-    oomscan_scan_cancel(g_streaming);
+    if (g_streaming) {
+        oomscan_scan_cancel(g_streaming);
+        return;
+    }
+    if (g_tmpname)
+        unlink(g_tmpname); /* async-signal-safe, as _exit is */
+    _exit(EXIT_TROUBLE);
 }
 
 /* What the command line asks for. */
@@ -582,11 +594,27 @@ int main(int argc, char **argv)
      * reader never sees half a report. */
     FILE *dest = stdout;
     char *tmpname = NULL;
+    /* The handler is in place before the temporary file exists, and the file is known to it as soon
+     * as it does (signals held in between): a run killed at any point leaves none behind. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal; /* no SA_RESTART: a blocked read returns and sees the stop */
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigset_t stops, old_mask;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigprocmask(SIG_BLOCK, &stops, &old_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     if (outfile && !(dest = report_open(outfile, &tmpname))) {
         complain("%s: cannot create: %s", outfile, strerror(errno));
         oomscan_db_free(db);
         return EXIT_TROUBLE;
     }
+    g_tmpname = tmpname;
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     out.color = want_color(o.color_mode, outfile != NULL);
     out.width = report_width(outfile != NULL);
     /* -q: no report on standard output (grep's -q); one asked for with -o is still written */
@@ -619,16 +647,8 @@ int main(int argc, char **argv)
         if (!st)
             st = oomscan_scan_use_state(scan, state);
     }
-    if (!st && !merge_mode) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop_signal; /* no SA_RESTART: a blocked read returns and sees the stop */
-        sa.sa_flags = SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
-        g_streaming = scan;
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-    }
+    if (!st && !merge_mode)
+        g_streaming = scan; /* from now on a signal stops the scan, and the report is written */
     if (!st && merge_mode) {
         st = oomscan_scan_merge(scan, paths, n_paths, &diag);
     } else if (!st && live) {
@@ -677,6 +697,7 @@ int main(int argc, char **argv)
             rc = EXIT_TROUBLE;
         }
     }
+    g_tmpname = NULL; /* report_close renames or removes it */
     if (outfile && report_close(dest, outfile, tmpname, write_ok) != 0) {
         rc = EXIT_TROUBLE;
         report_out = 0;

@@ -125,7 +125,8 @@ static void list_add(list_t *l, const char *path)
 }
 
 /* Sort an input into oomscan output (NDJSON or a JSON document) or logs; folders are walked in name
- * order, regular files only (a FIFO or device in a spool folder must not block the summary). */
+ * order, regular files only (a FIFO or device in a spool folder must not block the summary), and
+ * symlinked folders inside them are not followed. */
 static void classify(const char *path, list_t *json, list_t *logs, int depth)
 {
     struct stat sb;
@@ -138,9 +139,11 @@ static void classify(const char *path, list_t *json, list_t *logs, int depth)
     for (int i = 0; i < k; i++) {
         char sub[4096];
         struct stat eb;
+        /* a symlinked folder is not followed, as the scan does not: two links back to "." walked 2^16
+         * folders, three never ended; a symlinked file is read */
         if (ents[i]->d_name[0] != '.' &&
-            snprintf(sub, sizeof sub, "%s/%s", path, ents[i]->d_name) < (int)sizeof sub && stat(sub, &eb) == 0 &&
-            (S_ISDIR(eb.st_mode) || S_ISREG(eb.st_mode)))
+            snprintf(sub, sizeof sub, "%s/%s", path, ents[i]->d_name) < (int)sizeof sub && lstat(sub, &eb) == 0 &&
+            (S_ISDIR(eb.st_mode) || S_ISREG(eb.st_mode) || (S_ISLNK(eb.st_mode) && stat(sub, &eb) == 0 && S_ISREG(eb.st_mode))))
             classify(sub, json, logs, depth + 1);
         free(ents[i]);
     }

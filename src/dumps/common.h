@@ -5,10 +5,13 @@
 #ifndef OOMSCAN_DUMPS_COMMON_H
 #define OOMSCAN_DUMPS_COMMON_H
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
+#include "base/strmap.h"
 #include "db/patterndb.h"
 #include "dumps/pickle.h"
 #include "match/phase.h"
@@ -18,12 +21,14 @@
 struct dumps_acc {
     cJSON *fr;   /* one summary per flight recorder dump (flightrec.c) */
     cJSON *snap; /* one summary per memory snapshot (memsnap.c) */
+    const volatile sig_atomic_t *stop; /* dumps_acc_stop_on's flag, or NULL */
 };
 
 /* The whole rest of a source after its head, up to `cap` bytes, into one malloc'd buffer (NUL
- * added). NULL with *why set ("too large", a read error, out of memory: *nomem set). */
+ * added). NULL with *why set ("too large", a read error, out of memory: *nomem set). With `cut`
+ * non-NULL a longer source gives its first `cap` bytes and sets *cut instead of failing. */
 unsigned char *dumps_slurp(const unsigned char *head, size_t nhead, scan_read_fn rd, void *ud, size_t cap, size_t *n,
-                           scan_result *res, char **why, int *nomem);
+                           scan_result *res, char **why, int *nomem, int *cut);
 
 /* Scan `text` (lines the dump holds or that stand for it) with the ordinary scanner into `tmp`, as
  * source `src`. OOMSCAN_OK or OOMSCAN_ERR_NOMEM. */
@@ -35,13 +40,37 @@ oomscan_status dumps_text_scan(scanner *sc, phase_state *ps, const scan_source *
 void dumps_tag(story *tmp, const char *kind, const timefmt *time, const char *rank, const char *local_rank,
                const char *host, uint64_t line);
 
+/* ---- checked reads of a dump's values ------------------------------------------------------------
+ * A dump is input like a log: any field may hold any type (a list where an object belongs, a string
+ * for a number, NaN, 1e300). The readers read every value of a dump through these, never through
+ * cJSON's fields: each gives the value only when it has the type asked for, else NULL or the default.
+ * `o` may be NULL or of any type. The results are borrowed from the tree. */
+
+/* Member `key` of `o` when `o` is an object (whatever its type), else NULL. */
+const cJSON *dumps_get(const cJSON *o, const char *key);
+/* Member `key` when it is an object / an array / a string, else NULL. */
+const cJSON *dumps_obj(const cJSON *o, const char *key);
+const cJSON *dumps_arr(const cJSON *o, const char *key);
+const char *dumps_str(const cJSON *o, const char *key);
+/* Element i of array `a` when it is a string, else NULL (i small: a linear walk). */
+const char *dumps_item_str(const cJSON *a, int i);
+/* `v` as a finite number: a JSON number, or a string that is one whole ("12", as pg_status writes
+ * them). 1 and *out set, else 0 (NaN and infinities are not numbers here). */
+int dumps_num(const cJSON *v, double *out);
+/* Member `key` as a finite number, else `dflt`. */
+double dumps_numk(const cJSON *o, const char *key, double dflt);
+/* `v` as a whole number in [lo, hi] (dumps_num, then jsonnum_in): 1 and *out set, else 0. */
+int dumps_int(const cJSON *v, int64_t lo, int64_t hi, int64_t *out);
+
 /* Frames as PyTorch dumps store them ([{"filename", "line", "name"}], innermost first) written as a
  * Python traceback, outermost first, so the phase rules read them as they read a log's. malloc'd;
  * NULL when out of memory or there are no frames. */
 char *dumps_traceback(const cJSON *frames);
 
-/* A timefmt for seconds since the epoch, in local time (TZ): the clock the job's own logs print. */
-void dumps_epoch_time(double secs, timefmt *t);
+/* A timefmt for seconds since the epoch, in local time (TZ): the clock the job's own logs print.
+ * 0, or -1 when `secs` is no time a job ran at (NaN, infinite, before 1970 or after 9999: a cast to
+ * time_t would be undefined); *t is then cleared. */
+int dumps_epoch_time(double secs, timefmt *t);
 
 /* malloc'd printf. */
 char *dumps_strf(const char *fmt, ...)
@@ -51,8 +80,11 @@ char *dumps_strf(const char *fmt, ...)
     ;
 
 /* Readers (errfile.c, kernel.c, flightrec.c, memsnap.c). */
-oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, phase_state *ps, const scan_source *src,
-                            story *tmp, char **why);
+/* An error file in buf[0..n) (`cut`: the file went on past it). One cut short, too deep for cJSON or
+ * past the read size keeps the exception and call stack its first bytes state whole, and *why says it
+ * was partial. */
+oomscan_status errfile_read(const unsigned char *buf, size_t n, int cut, scanner *sc, phase_state *ps,
+                            const scan_source *src, story *tmp, char **why);
 /* A line-by-line reader of kernel log text that gathers the oom-killer blocks by pid. */
 typedef struct kernel_blocks kernel_blocks;
 kernel_blocks *kernel_blocks_new(void);
@@ -83,5 +115,43 @@ int memsnap_finish(struct dumps_acc *acc, const pdb *db, story *st);
  * none). 0, -1 out of memory. */
 int dumps_finish_scan(const pdb *db, const char *text, const char *path, const char *member, size_t input,
                       const char *kind, const char *rank, const timefmt *time, story *st, long *idx);
+
+/* Findings that dumps read together state (a laggard rank, a mismatch), made as data: from the values
+ * the reader computed, never by matching a sentence about them again (a rank written "node-2" once
+ * made the pattern miss, and the finding was lost). A probe scans the frames that explain it followed
+ * by `probe`, a line of the finding's own pattern with placeholder numbers, only to learn the pattern,
+ * phase and framework that the phase rules give; the finding then takes `text` as its evidence and
+ * fingerprint and `values` (consumed) as its memory. One prober serves a whole finish. */
+typedef struct dumps_prober dumps_prober;
+dumps_prober *dumps_prober_new(const pdb *db);
+void dumps_prober_free(dumps_prober *p); /* NULL-safe */
+
+typedef struct {
+    const char *probe;     /* a line the finding's pattern matches */
+    const char *traceback; /* frames as dumps_traceback wrote them, or NULL */
+    const char *text;      /* the finding's one line */
+    cJSON *values;         /* its memory; consumed */
+    const char *path, *member, *kind, *rank;
+    size_t input;
+    const timefmt *time;   /* NULL: none */
+} dumps_stated;
+
+/* Add the finding `d` states to `st` (merged, as dumps_finish_scan does); *idx is its index, -1 when
+ * none was added (the probe matched nothing, or the run's cap). 0, -1 out of memory. */
+int dumps_state_finding(dumps_prober *p, const dumps_stated *d, story *st, long *idx);
+
+/* `s` into obj[key] as the scanner gives a captured value: a number when it is all digits (at most
+ * 15), else a string. 0, -1 out of memory. */
+int dumps_put_value(cJSON *obj, const char *key, const char *s);
+
+/* A read filter over a JSON-lines log (jsonl.c): each record's message as a line, its traceback as
+ * lines of their own, any other line as it is. dumps_jsonl_read is a scan_read_fn over `rd`. */
+typedef struct dumps_jsonl dumps_jsonl;
+dumps_jsonl *dumps_jsonl_new(scan_read_fn rd, void *ud);
+void dumps_jsonl_free(dumps_jsonl *j); /* NULL-safe */
+ssize_t dumps_jsonl_read(void *ud, void *buf, size_t cap);
+/* The bytes of the log itself read so far (the scanner counts the lines made from them; their offsets
+ * are those of the lines made). */
+uint64_t dumps_jsonl_bytes(const dumps_jsonl *j);
 
 #endif

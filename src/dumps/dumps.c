@@ -23,6 +23,87 @@ static int starts(const char *s, size_t n, const char *prefix)
     return n >= k && memcmp(s, prefix, k) == 0;
 }
 
+/* 16 lowercase hex digits: an oomscan finding id */
+static int is_finding_id(const char *s)
+{
+    size_t k = 0;
+    while (s && ((s[k] >= '0' && s[k] <= '9') || (s[k] >= 'a' && s[k] <= 'f')))
+        k++;
+    return s && k == 16 && !s[k];
+}
+
+/* What one whole JSON value is, by its structure (a value the head holds whole). */
+static dump_kind sniff_value(const cJSON *v)
+{
+    if (!cJSON_IsObject(v))
+        return DUMP_NONE;
+    /* error.json: {"message": {"message": ..., "extraInfo": {...}}} or {"message": "...", "timestamp": N} */
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(v, "message");
+    if (cJSON_IsObject(m) && (cJSON_HasObjectItem(m, "message") || cJSON_HasObjectItem(m, "extraInfo")))
+        return DUMP_ERROR_FILE;
+    if (cJSON_IsString(m) && (cJSON_HasObjectItem(v, "timestamp") || cJSON_HasObjectItem(v, "errorCode"))) {
+        /* and nothing else: a log record has a level, a logger, ... */
+        const cJSON *k;
+        int other = 0;
+        cJSON_ArrayForEach(k, v) other |= strcmp(k->string, "message") != 0 && strcmp(k->string, "timestamp") != 0 &&
+                                          strcmp(k->string, "errorCode") != 0;
+        if (!other)
+            return DUMP_ERROR_FILE;
+    }
+    if (cJSON_HasObjectItem(v, "version") &&
+        (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(v, "entries")) || cJSON_HasObjectItem(v, "pg_config")))
+        return DUMP_FR_JSON;
+    const char *schema = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "schema"));
+    if (schema && strncmp(schema, "oomscan/", 8) == 0)
+        return DUMP_OOMSCAN;
+    /* an NDJSON record: its id, and the type and merge data no log record has */
+    if (is_finding_id(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "id"))) &&
+        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "type")) &&
+        cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(v, "merge")))
+        return DUMP_OOMSCAN;
+    return DUMP_NONE;
+}
+
+/* Text that opens with '{'. A JSON-lines log (one object per line, a second line opening with '{')
+ * is a log, read by its messages (DUMP_JSONL), whatever keys its records have: an error file or a
+ * flight recorder dump is one value. A value the head holds whole is told by its structure; a longer
+ * one by the keys it opens with. */
+static dump_kind sniff_json(const unsigned char *p, size_t m)
+{
+    const unsigned char *nl = memchr(p, '\n', m);
+    cJSON *first = nl ? cJSON_ParseWithLength((const char *)p, (size_t)(nl - p)) : NULL;
+    if (first) {
+        size_t k = (size_t)(nl - p) + 1;
+        while (k < m && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r' || p[k] == '\n'))
+            k++;
+        dump_kind d = sniff_value(first);
+        cJSON_Delete(first);
+        if (k < m && p[k] == '{') /* a second record */
+            return d == DUMP_OOMSCAN ? DUMP_OOMSCAN : DUMP_JSONL;
+        return d;
+    }
+    cJSON *whole = cJSON_ParseWithLength((const char *)p, m);
+    if (whole) {
+        dump_kind d = sniff_value(whole);
+        cJSON_Delete(whole);
+        return d;
+    }
+    /* longer than the head: its opening keys (nlohmann::json writes a flight recorder's sorted: "entries"
+     * and its first entry's "collective_seq_id", or "nccl_comm_state" / "pg_config" with no entries) */
+    if (has(p, m, "\"extraInfo\"") ||
+        (has(p, m, "\"message\"") && (has(p, m, "\"timestamp\"") || has(p, m, "\"errorCode\""))))
+        return DUMP_ERROR_FILE;
+    if (has(p, m, "\"collective_seq_id\"") || has(p, m, "\"pg_config\""))
+        return DUMP_FR_JSON;
+    if (has(p, m, "\"oomscan/") && has(p, m, "\"schema\""))
+        return DUMP_OOMSCAN;
+    /* an NDJSON record longer than the head: its 16-digit id first, then what only records state */
+    if (m > 26 && memcmp(p, "{\"id\":\"", 7) == 0 && p[23] == '"' && has(p, m, "\"role\":\"") &&
+        has(p, m, "\"title\":\"") && has(p, m, "\"evidence\":["))
+        return DUMP_OOMSCAN;
+    return DUMP_NONE;
+}
+
 dump_kind dumps_sniff(const unsigned char *head, size_t n)
 {
     if (pickle_sniff(head, n))
@@ -32,25 +113,8 @@ dump_kind dumps_sniff(const unsigned char *head, size_t n)
         i = 3;
     while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
         i++;
-    if (i < n && head[i] == '{') {
-        const unsigned char *p = head + i;
-        size_t m = n - i;
-        /* error.json: {"message": {"message": ..., "extraInfo": {...}}} or {"message": "...", "timestamp": N} */
-        if (has(p, m, "\"extraInfo\"") ||
-            (has(p, m, "\"message\"") && (has(p, m, "\"timestamp\"") || has(p, m, "\"errorCode\""))))
-            return DUMP_ERROR_FILE;
-        /* nlohmann::json writes keys sorted: a flight recorder opens with "entries" and its first entry's
-         * "collective_seq_id", or with "nccl_comm_state" / "pg_config" when it has no entries */
-        if (has(p, m, "\"collective_seq_id\"") || has(p, m, "\"pg_config\""))
-            return DUMP_FR_JSON;
-        /* oomscan's JSON document names its schema near the top; an NDJSON record opens with its id
-         * and states a role and a title, which no error file or flight recorder has */
-        if (has(p, m, "\"oomscan/") && has(p, m, "\"schema\""))
-            return DUMP_OOMSCAN;
-        if (m > 7 && memcmp(p, "{\"id\":\"", 7) == 0 && has(p, m, "\"role\":\"") && has(p, m, "\"title\":\""))
-            return DUMP_OOMSCAN;
-        return DUMP_NONE;
-    }
+    if (i < n && head[i] == '{')
+        return sniff_json(head + i, n - i);
     /* text: look at the whole lines of the head */
     const char *s = (const char *)head + i;
     size_t left = n - i, lines = 0, kernel = 0;
@@ -97,6 +161,7 @@ const char *dumps_kind_name(dump_kind k)
     case DUMP_FR_JSON:
         return "flight_recorder";
     case DUMP_NONE:
+    case DUMP_JSONL:
     case DUMP_OOMSCAN:
         break;
     }
@@ -143,6 +208,12 @@ int dumps_acc_merge(dumps_acc *dst, dumps_acc *src)
     move_all(dst->fr, src->fr);
     move_all(dst->snap, src->snap);
     return 0;
+}
+
+void dumps_acc_stop_on(dumps_acc *acc, const volatile sig_atomic_t *stop)
+{
+    if (acc)
+        acc->stop = stop;
 }
 
 int dumps_acc_finish(dumps_acc *acc, const pdb *db, story *st)
@@ -299,7 +370,18 @@ oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhea
     if (!tmp)
         return OOMSCAN_ERR_NOMEM;
     oomscan_status ret = OOMSCAN_OK;
-    if (kind == DUMP_KERNEL || kind == DUMP_FAULTHANDLER) {
+    if (kind == DUMP_JSONL) {
+        /* a log: its messages scanned as its lines, its findings those of a log */
+        replay r = {.head = head, .nhead = nhead, .rd = rd, .ud = rd_ud};
+        dumps_jsonl *j = dumps_jsonl_new(replay_read, &r);
+        if (!j) {
+            story_free(tmp);
+            return OOMSCAN_ERR_NOMEM;
+        }
+        ret = scanner_run(sc, dumps_jsonl_read, j, src, ps, story_sink(tmp), res, NULL, NULL);
+        res->bytes = dumps_jsonl_bytes(j);
+        dumps_jsonl_free(j);
+    } else if (kind == DUMP_KERNEL || kind == DUMP_FAULTHANDLER) {
         replay r = {.head = head, .nhead = nhead, .rd = rd, .ud = rd_ud};
         if (kind == DUMP_KERNEL && !(r.kb = kernel_blocks_new())) {
             story_free(tmp);
@@ -318,11 +400,13 @@ oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhea
         size_t n = 0;
         int nomem = 0;
         size_t cap = kind == DUMP_ERROR_FILE ? (16u << 20) : DUMPS_MAX_JSON;
-        unsigned char *buf = dumps_slurp(head, nhead, rd, rd_ud, cap, &n, res, why, &nomem);
+        int cut = 0; /* an error file past its read size keeps its first bytes: they state the exception */
+        unsigned char *buf =
+            dumps_slurp(head, nhead, rd, rd_ud, cap, &n, res, why, &nomem, kind == DUMP_ERROR_FILE ? &cut : NULL);
         if (nomem)
             ret = OOMSCAN_ERR_NOMEM;
         else if (buf && kind == DUMP_ERROR_FILE)
-            ret = errfile_read(buf, n, sc, ps, src, tmp, why);
+            ret = errfile_read(buf, n, cut, sc, ps, src, tmp, why);
         else if (buf)
             ret = read_json(buf, n, src, acc, why);
         free(buf);

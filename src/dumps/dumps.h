@@ -15,6 +15,7 @@
 #ifndef OOMSCAN_DUMPS_H
 #define OOMSCAN_DUMPS_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "db/patterndb.h"
@@ -32,8 +33,10 @@ typedef enum {
     DUMP_FAULTHANDLER,/* a faulthandler dump in its own file */
     DUMP_PICKLE,      /* flight recorder or memory snapshot, told apart after decoding */
     DUMP_FR_JSON,     /* flight recorder written as JSON (PyTorch 2.5+) */
-    DUMP_OOMSCAN      /* oomscan's own JSON document or NDJSON records: not read (a job folder often
+    DUMP_OOMSCAN,     /* oomscan's own JSON document or NDJSON records: not read (a job folder often
                        * holds the epilog's spool or a saved report beside the logs it came from) */
+    DUMP_JSONL        /* a JSON-lines log (structlog, python-json-logger, k8s): a log whose records'
+                       * "message" values are its lines (dumps_read scans them) */
 } dump_kind;
 
 /* What the first bytes of a source are. */
@@ -60,6 +63,10 @@ int dumps_acc_merge(dumps_acc *dst, dumps_acc *src);
 oomscan_status dumps_read(dump_kind kind, const unsigned char *head, size_t nhead, scan_read_fn rd, void *rd_ud,
                           scanner *sc, phase_state *ps, const scan_source *src, story *st, dumps_acc *acc,
                           scan_result *res, char **why);
+
+/* Have dumps_acc_finish() check `stop` (set from a signal handler; NULL: none) between process
+ * groups and snapshots: when set, it ends early with the findings made so far. */
+void dumps_acc_stop_on(dumps_acc *acc, const volatile sig_atomic_t *stop);
 
 /* After every input: the flight recorder's ranks read together (the rank that never joined the
  * collective the others wait in, as a finding) and each memory snapshot measured and attached to the

@@ -36,24 +36,10 @@ static void rank_from_path(const char *path, char *local_rank, size_t cap)
     local_rank[k] = 0;
 }
 
-static int number_of(const cJSON *v, double *out)
-{
-    if (cJSON_IsNumber(v)) {
-        *out = v->valuedouble;
-        return 1;
-    }
-    if (cJSON_IsString(v) && v->valuestring[0]) {
-        char *end;
-        *out = strtod(v->valuestring, &end);
-        return *end == 0;
-    }
-    return 0;
-}
-
 /* py_callstack as one text: a string, or a list of strings joined (each usually ends in "\n") */
 static char *callstack_text(const cJSON *cs)
 {
-    if (cJSON_IsString(cs))
+    if (cJSON_IsString(cs) && cs->valuestring)
         return strdup(cs->valuestring);
     if (!cJSON_IsArray(cs))
         return NULL;
@@ -75,33 +61,97 @@ static char *callstack_text(const cJSON *cs)
     return s;
 }
 
-oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, phase_state *ps, const scan_source *src,
-                            story *tmp, char **why)
+/* The first complete JSON string after key `key` at or after p (a string literal whole before `end`),
+ * as a cJSON string; NULL when there is none. */
+static cJSON *string_after(const char *p, const char *end, const char *key)
 {
-    cJSON *doc = cJSON_ParseWithLength((const char *)buf, n);
-    if (!doc) {
-        *why = dumps_strf("error file: not valid JSON");
-        return OOMSCAN_OK;
+    size_t kl = strlen(key);
+    for (const char *k = p; (k = memmem(k, (size_t)(end - k), key, kl)); k += kl) {
+        const char *q = k + kl;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q >= end || *q != ':')
+            continue;
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q >= end || *q != '"')
+            continue;
+        const char *e = q + 1;
+        while (e < end && *e != '"')
+            e += *e == '\\' ? 2 : 1;
+        if (e >= end)
+            return NULL; /* cut inside the string */
+        cJSON *v = cJSON_ParseWithLength(q, (size_t)(e + 1 - q));
+        if (cJSON_IsString(v))
+            return v;
+        cJSON_Delete(v);
     }
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(doc, "message");
+    return NULL;
+}
+
+/* What a document cJSON cannot read (cut short by a dying worker, or nested past cJSON's 1,000) still
+ * states whole: the first "message" string and the "py_callstack" string, as the nested shape. NULL
+ * when it states no message. */
+static cJSON *salvage(const char *buf, size_t n)
+{
+    const char *end = buf + n;
+    cJSON *msg = string_after(buf, end, "\"message\"");
+    if (!msg)
+        return NULL;
+    cJSON *doc = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(doc, "message");
+    cJSON *extra = m ? cJSON_AddObjectToObject(m, "extraInfo") : NULL;
+    cJSON *cs = string_after(buf, end, "\"py_callstack\"");
+    if (!extra) {
+        cJSON_Delete(msg);
+        cJSON_Delete(cs);
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    cJSON_AddItemToObject(m, "message", msg);
+    if (cs)
+        cJSON_AddItemToObject(extra, "py_callstack", cs);
+    return doc;
+}
+
+oomscan_status errfile_read(const unsigned char *buf, size_t n, int cut, scanner *sc, phase_state *ps,
+                            const scan_source *src, story *tmp, char **why)
+{
+    cJSON *doc = cut ? NULL : cJSON_ParseWithLength((const char *)buf, n);
+    if (!doc) {
+        /* keep what is whole, as a truncated gzip keeps its prefix, and say the input is partial */
+        doc = salvage((const char *)buf, n);
+        *why = cut ? dumps_strf("error file larger than the %zu MiB read: read as far as that", n >> 20)
+               : doc ? dumps_strf("error file: cut short or not valid JSON: read what was whole before the fault")
+                     : dumps_strf("error file: not valid JSON");
+        if (!*why) {
+            cJSON_Delete(doc);
+            return OOMSCAN_ERR_NOMEM;
+        }
+        if (!doc)
+            return OOMSCAN_OK;
+    }
+    const cJSON *msg = dumps_get(doc, "message");
     const char *text = NULL;
     char *stack = NULL;
-    double ts = 0, code = 0;
+    double ts = 0;
+    int64_t code = 0;
     int has_ts = 0, has_code = 0;
     if (cJSON_IsObject(msg)) {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(msg, "message");
-        const cJSON *extra = cJSON_GetObjectItemCaseSensitive(msg, "extraInfo");
-        text = cJSON_IsString(m) ? m->valuestring : NULL;
-        stack = callstack_text(cJSON_GetObjectItemCaseSensitive(extra, "py_callstack"));
-        has_ts = number_of(cJSON_GetObjectItemCaseSensitive(extra, "timestamp"), &ts);
-        has_code = number_of(cJSON_GetObjectItemCaseSensitive(msg, "errorCode"), &code);
-    } else if (cJSON_IsString(msg)) {
-        text = msg->valuestring;
-        has_ts = number_of(cJSON_GetObjectItemCaseSensitive(doc, "timestamp"), &ts);
+        const cJSON *extra = dumps_obj(msg, "extraInfo");
+        text = dumps_str(msg, "message");
+        stack = callstack_text(dumps_get(extra, "py_callstack"));
+        has_ts = dumps_num(dumps_get(extra, "timestamp"), &ts);
+        /* the worker's exit code, or minus its signal: an int */
+        has_code = dumps_int(dumps_get(msg, "errorCode"), INT32_MIN + 1, INT32_MAX, &code);
+    } else {
+        text = dumps_str(doc, "message");
+        has_ts = dumps_num(dumps_get(doc, "timestamp"), &ts);
     }
     if (!text && !stack) {
         cJSON_Delete(doc);
-        *why = dumps_strf("error file: no \"message\"");
+        if (!*why)
+            *why = dumps_strf("error file: no \"message\"");
         return OOMSCAN_OK;
     }
     /* The call stack ends with the exception line (format_exc); when it was cut, or absent, the
@@ -125,15 +175,14 @@ oomscan_status errfile_read(const unsigned char *buf, size_t n, scanner *sc, pha
     free(body);
     if (!st) {
         timefmt t;
-        if (has_ts && ts > 0)
-            dumps_epoch_time(ts, &t);
-        dumps_tag(tmp, "error_file", has_ts && ts > 0 ? &t : NULL, NULL, local_rank, NULL, 1);
+        int timed = has_ts && ts > 0 && dumps_epoch_time(ts, &t) == 0;
+        dumps_tag(tmp, "error_file", timed ? &t : NULL, NULL, local_rank, NULL, 1);
         /* errorCode is the worker's exit code as the agent saw it: negative for a signal */
         for (size_t i = 0; has_code && code != 0 && i < tmp->n; i++) {
             cJSON_DeleteItemFromObjectCaseSensitive(tmp->f[i].memory, "exitcode");
-            cJSON_AddNumberToObject(tmp->f[i].memory, "exitcode", code);
+            cJSON_AddNumberToObject(tmp->f[i].memory, "exitcode", (double)code);
             if (code < 0 && !cJSON_HasObjectItem(tmp->f[i].memory, "signal"))
-                cJSON_AddNumberToObject(tmp->f[i].memory, "signal", -code);
+                cJSON_AddNumberToObject(tmp->f[i].memory, "signal", (double)-code);
         }
     }
     cJSON_Delete(doc);

@@ -10,30 +10,41 @@
 #include "base/sink.h"
 #include "emit/emit.h"
 #include "emit/report.h"
+#include "emit/safe.h"
 
 typedef sink out;
 #define w(o, ...) sink_printf((o), __VA_ARGS__) /* base/sink.h */
 
-/* Text from a log inside a table cell or inline code: control bytes become U+FFFD (a log line can
- * hold ESC sequences meant for a terminal), and what Markdown would read as syntax (| ` * _ [ ] < >
- * and a leading #) is escaped, so a cell stays one cell and nothing renders as a link or HTML. */
+/* Text from a log inside a table cell or inline code: control bytes and invalid UTF-8 become U+FFFD
+ * (a log line can hold ESC sequences meant for a terminal, a path any bytes), and what Markdown would
+ * read as syntax (| ` * _ [ ] < > and a leading #) is escaped, so a cell stays one cell and nothing
+ * renders as a link or HTML. Shortened to `max` bytes between characters, never inside one. */
 static void w_inline(out *o, const char *s, size_t max)
 {
     char buf[2048];
-    size_t k = 0;
-    for (size_t i = 0; s[i] && i < max && k + 8 < sizeof buf; i++) {
+    size_t k = 0, i = 0, n = strlen(s);
+    while (i < n && i < max && k + 8 < sizeof buf) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f) {
+        size_t len = c < 0x80 ? 1 : safe_utf8_len((const unsigned char *)s + i, n - i);
+        if (len > 1 && i + len > max)
+            break; /* the character would cross the cut */
+        if (c < 0x20 || c == 0x7f || len == 0) {
             memcpy(buf + k, "\xef\xbf\xbd", 3);
             k += 3;
+            i++;
+        } else if (len > 1) {
+            memcpy(buf + k, s + i, len);
+            k += len;
+            i += len;
         } else {
             if (strchr("|`*_[]<>\\#", c))
                 buf[k++] = '\\';
             buf[k++] = (char)c;
+            i++;
         }
     }
     buf[k] = '\0';
-    w(o, "%s%s", buf, s[0] && strlen(s) > max ? "…" : "");
+    w(o, "%s%s", buf, i < n ? "…" : "");
 }
 
 /* A log line in a fenced block: the fence is longer than any run of backticks in the text, control

@@ -5,11 +5,13 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
+#include "base/strmap.h"
 #include "pipeline/record.h"
 #include "pipeline/session.h"
 
@@ -20,6 +22,39 @@ static const char *str_of(const cJSON *o, const char *key)
 }
 
 /* ---- oomscan merge ----------------------------------------------------------------------- */
+
+#define MERGE_MAX_RECORD_DEFAULT (1u << 20) /* a finding's record is a few KiB; 256 ranks and 3 evidence
+                                             * lines stay far below */
+
+/* One line of `f` into *buf (grown up to `max` bytes, NUL-terminated, the newline kept; NUL bytes in it
+ * are kept too, so no string function may measure it): its length, 0 at the end, -1 a read error, -2 a
+ * line longer than `max` (what was read of it is dropped), -3 out of memory. */
+static ssize_t read_record(FILE *f, char **buf, size_t *cap, size_t max)
+{
+    size_t len = 0;
+    int c;
+    while ((c = getc_unlocked(f)) != EOF) {
+        if (len + 2 > *cap) {
+            if (len >= max)
+                return -2;
+            size_t nc = *cap ? *cap * 2 : 4096;
+            if (nc > max + 2)
+                nc = max + 2;
+            char *g = realloc(*buf, nc);
+            if (!g)
+                return -3;
+            *buf = g;
+            *cap = nc;
+        }
+        (*buf)[len++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (len == 0)
+        return ferror(f) ? -1 : 0;
+    (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
 
 typedef struct {
     cJSON **v;
@@ -73,11 +108,29 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
     recvec recs = {0};
     cJSON *scan = NULL;
     char *line = NULL, err[256] = "";
-    size_t cap = 0;
+    size_t cap = 0, max = s->opt.limits.max_record_bytes ? (size_t)s->opt.limits.max_record_bytes
+                                                        : MERGE_MAX_RECORD_DEFAULT;
     ssize_t len;
     uint64_t lineno = 0, bytes = 0;
     oomscan_status st = OOMSCAN_OK;
-    while (!st && (len = getline(&line, &cap, f)) >= 0) {
+    strmap *by_id = strmap_new(); /* id -> its slot in recs, plus one: each id was compared with every record */
+    int cut = 0;
+    if (!by_id)
+        st = OOMSCAN_ERR_NOMEM;
+    while (!st && (len = read_record(f, &line, &cap, max)) != 0) {
+        if (len == -3) {
+            st = OOMSCAN_ERR_NOMEM;
+            break;
+        }
+        if (len == -1)
+            break; /* ferror says it below */
+        if (len == -2) {
+            /* /dev/zero had no end and grew until memory ran out: a record past the limit stops the input */
+            snprintf(err, sizeof err, "line %llu: a record longer than %zu bytes: stopped reading (--limit record=%zu)",
+                     (unsigned long long)lineno + 1, max, max);
+            cut = 1;
+            break;
+        }
         lineno++;
         bytes += (uint64_t)len;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
@@ -104,12 +157,10 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
             cJSON_Delete(scan);
             scan = cJSON_Duplicate(sc, 1);
         }
-        size_t k;
-        for (k = 0; k < recs.n && strcmp(str_of(recs.v[k], "id"), id) != 0; k++)
-            ;
-        if (k < recs.n) {
-            cJSON_Delete(recs.v[k]);
-            recs.v[k] = r;
+        size_t k = (size_t)(uintptr_t)strmap_get(by_id, id);
+        if (k > 0) {
+            cJSON_Delete(recs.v[k - 1]);
+            recs.v[k - 1] = r;
             continue;
         }
         if (recs.n == recs.cap) {
@@ -124,7 +175,12 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
             recs.cap = nc;
         }
         recs.v[recs.n++] = r;
+        if (strmap_put(by_id, id, (void *)(uintptr_t)recs.n) != 0) {
+            st = OOMSCAN_ERR_NOMEM;
+            break;
+        }
     }
+    strmap_free(by_id);
     int read_failed = ferror(f);
     if (f != stdin)
         fclose(f);
@@ -149,7 +205,7 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
     }
     if (!st && read_failed && !err[0])
         snprintf(err, sizeof err, "read error");
-    if (!st && add_input(s, name, err[0] ? err : NULL, bytes, lineno, recs.n > 0))
+    if (!st && add_input(s, name, err[0] ? err : NULL, bytes, lineno, recs.n > 0 || cut))
         st = OOMSCAN_ERR_NOMEM;
     story_free(fs);
     for (size_t k = 0; k < recs.n; k++)

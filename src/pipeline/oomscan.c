@@ -258,6 +258,8 @@ static int expand(strvec *out, const char *path, int depth)
         }
         if (lstat(child, &lb) == 0 && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
             rc = expand(out, child, depth + 1);
+        else if (errno != ENOENT) /* longer than PATH_MAX, say: listed with its reason, never skipped in silence */
+            rc = vec_push(out, child);
         free(child);
     }
     for (size_t i = 0; i < names.n; i++)
@@ -417,14 +419,24 @@ static int units_done(const oomscan_scan *s, size_t from, size_t to)
     return 1;
 }
 
+/* An input this worker could not read: listed with the reason, as every input given is read or listed. */
+static void unit_not_read(scan_unit *u, const char *why)
+{
+    input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path : "<stdin>", NULL);
+    if (r) {
+        r->status = INPUT_ERROR;
+        r->error = strdup(why);
+    } else {
+        u->status = OOMSCAN_ERR_NOMEM;
+    }
+}
+
 static void *worker(void *arg)
 {
     worker_arg *w = arg;
     oomscan_scan *s = w->s;
     scanner *sc = scanner_new(s->db->p);
     phase_state *ps = phase_new(s->db->p);
-    if (!sc || !ps)
-        w->status = OOMSCAN_ERR_NOMEM;
     if (sc && s->split_cores >= 2)
         (void)scanner_use_helper(sc, s->split_cores); /* without it the scan is only slower, never different */
     for (;;) {
@@ -435,25 +447,22 @@ static void *worker(void *arg)
             break;
         if (s->cancel) {
             /* stopped by a signal: the inputs not begun are listed as not read, the report says so */
-            scan_unit *u = &s->units[i];
-            input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path : "<stdin>", NULL);
-            if (r) {
-                r->status = INPUT_ERROR;
-                r->error = strdup("not read: interrupted before this input");
-            }
-        } else if (w->status == OOMSCAN_OK) {
-            /* framework votes are per input: a fresh state for each */
+            unit_not_read(&s->units[i], "not read: interrupted before this input");
+        } else {
+            /* framework votes are per input: a fresh state for each; a scanner that could not be had
+             * is tried again (memory may have come free), and the input is listed when it cannot be:
+             * such inputs were marked done unread, and the run said "out of memory" naming none */
             phase_free(ps);
             ps = phase_new(s->db->p);
-            if (ps)
+            if (!sc)
+                sc = scanner_new(s->db->p);
+            if (ps && sc)
                 run_unit(s, i, sc, ps);
             else
-                w->status = OOMSCAN_ERR_NOMEM;
+                unit_not_read(&s->units[i], "not read: out of memory for its scanner");
         }
         pthread_mutex_lock(&s->mu);
         s->units[i].done = 1;
-        if (!ps)
-            s->units[i].status = OOMSCAN_ERR_NOMEM;
         if (i >= s->wait_from && i < s->wait_to && units_done(s, s->wait_from, s->wait_to))
             pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
@@ -571,6 +580,7 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
     if (started == 0 && args[0].status)
         st = args[0].status;
     /* dumps read together: every rank's flight recorder, snapshots against their OOM */
+    dumps_acc_stop_on(s->dumps, &s->cancel); /* a signal there ends it with what it found */
     if (!st && s->dumps && dumps_acc_finish(s->dumps, s->db->p, s->st) != 0)
         st = OOMSCAN_ERR_NOMEM;
     if (st)

@@ -123,10 +123,11 @@ static oomscan_status scan_or_read_dump(scanner *sc, phase_state *ps, session_so
         return OOMSCAN_ERR_NOMEM;
     sn.pos = sn.nhead; /* dumps_read is given the head itself */
     char *bad = NULL;
+    size_t had = st->n;
     oomscan_status status =
         dumps_read(kind, head, sn.nhead, read_sniffed, &sn, sc, ps, &in->src, st, *in->dumps, res, &bad);
     if (bad && !res->read_error) { /* a dump that could not be decoded: named, the rest goes on */
-        rec->status = INPUT_ERROR;
+        rec->status = st->n > had ? INPUT_PARTIAL : INPUT_ERROR; /* partial: what was whole was read */
         free(rec->error);
         rec->error = bad;
         bad = NULL;

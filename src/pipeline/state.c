@@ -170,9 +170,18 @@ oomscan_status oomscan_state_open_limited(oomscan_state **out, const char *path,
     }
     /* A separate lock file: the state itself is replaced by rename, which a lock on it would not survive. */
     snprintf(lock, plen + 6, "%s.lock", path);
-    st->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lockfd < 0) {
-        diag_set(diag, OOMSCAN_ERR_IO, lock, "cannot create the lock file: %s", strerror(errno));
+    /* O_NOFOLLOW: a symlink planted at FILE.lock would have the open create its target (an epilog runs
+     * as root); and a FIFO or device there is no lock either */
+    st->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat lsb;
+    int lerr = st->lockfd < 0 ? errno : fstat(st->lockfd, &lsb) != 0 ? errno : !S_ISREG(lsb.st_mode) ? -1 : 0;
+    if (lerr) {
+        if (lerr == ELOOP)
+            diag_set(diag, OOMSCAN_ERR_IO, lock, "%s: cannot create the lock file: it is a symbolic link", lock);
+        else if (lerr < 0)
+            diag_set(diag, OOMSCAN_ERR_IO, lock, "%s: cannot use the lock file: not a regular file", lock);
+        else
+            diag_set(diag, OOMSCAN_ERR_IO, lock, "%s: cannot create the lock file: %s", lock, strerror(lerr));
         free(lock);
         oomscan_state_free(st);
         return OOMSCAN_ERR_IO;
