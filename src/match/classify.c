@@ -1,5 +1,6 @@
 /* classify.c - a candidate line -> context, settings, or the best failure pattern -> an event for the sink. */
 #include "match/classify.h"
+#include "match/telemetry.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -121,7 +122,8 @@ int classify_is_cheap(const pdb *db, size_t lit)
     int settings_only = 1, votes_only = 1;
     for (size_t k = 0; k < db->literals[lit].n_targets; k++) {
         pdb_lit_kind kind = db->literals[lit].targets[k].kind;
-        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG && kind != LIT_VERSION)
+        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG && kind != LIT_VERSION &&
+            kind != LIT_TELEMETRY)
             return 0;
         if (kind == LIT_MARKER && db->markers[db->literals[lit].targets[k].index].late)
             return 0; /* a late marker reads its line (the killed task's PID) */
@@ -165,6 +167,18 @@ static oomscan_status capture_version(classifier *c, const scan_view *v, size_t 
     config_store **st = job_store(c);
     return !st || version_capture(st, &c->db->versions[idx], (const char *)v->buf + start, end - start,
                            c->src->job_id, c->src->path, line) < 0
+               ? OOMSCAN_ERR_NOMEM
+               : OOMSCAN_OK;
+}
+
+/* A memory line of the job's own (match/telemetry.h): its figures into the job's series. A line with
+ * two of the literals (verl's step line names two) is read once per literal, which only writes the
+ * same point again; the second finds it already the last. */
+static oomscan_status capture_telemetry(classifier *c, const scan_view *v, size_t start, size_t end, uint64_t line)
+{
+    config_store **st = job_store(c);
+    return !st || telemetry_capture(st, (const char *)v->buf + start, end - start, c->src->job_id, c->src->rank,
+                                    c->src->path, line) < 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
 }
@@ -220,6 +234,11 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
             if (*ls == SIZE_MAX)
                 *ls = lines_bol(v->buf, 0, pos);
             if (capture_version(c, v, tg->index, *ls, le, line))
+                return OOMSCAN_ERR_NOMEM;
+        } else if (tg->kind == LIT_TELEMETRY) {
+            if (*ls == SIZE_MAX)
+                *ls = lines_bol(v->buf, 0, pos);
+            if (capture_telemetry(c, v, *ls, le, line))
                 return OOMSCAN_ERR_NOMEM;
         } else {
             const char *name = c->db->config_lits[tg->index];
@@ -427,6 +446,10 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
                 break;
             case LIT_VERSION:
                 if (capture_version(c, v, tg->index, li->start, li->end, li->line))
+                    st = OOMSCAN_ERR_NOMEM;
+                break;
+            case LIT_TELEMETRY:
+                if (capture_telemetry(c, v, li->start, li->end, li->line))
                     st = OOMSCAN_ERR_NOMEM;
                 break;
             }
