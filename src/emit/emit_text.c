@@ -9,6 +9,7 @@
 #include "base/sink.h"
 #include "base/values.h"
 #include "emit/emit.h"
+#include "emit/membar.h"
 #include "emit/report.h"
 #include "emit/safe.h"
 #include "emit/textfit.h"
@@ -146,6 +147,19 @@ static void snapshot_line(out *o, const finding *f)
     }
 }
 
+/* The GPU at the failure as a bar and the job's memory trend as a sparkline (emit/membar.h), each
+ * with its figures in words. */
+static void memory_pictures(out *o, const finding *f)
+{
+    char pic[1024], words[512];
+    int uni = membar_unicode();
+    if (membar_gpu(f->memory, uni, 40, pic, sizeof pic) && membar_gpu_words(f->memory, words, sizeof words))
+        w(o, "  GPU at the failure: %s\n    %s\n", pic, words);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->memory, "trend");
+    if (membar_spark(t, uni, pic, sizeof pic) && membar_trend_words(t, words, sizeof words))
+        w(o, "  memory trend: %s %s\n", pic, E(o, words));
+}
+
 static void sentence(out *o, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -165,6 +179,7 @@ static void sentence(out *o, const result_finding *rf)
     if (nums[0])
         w(o, "  numbers: %s\n", E(o, nums));
     xid_line(o, f);
+    memory_pictures(o, f);
     snapshot_line(o, f);
     if (f->phase_evidence)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));
