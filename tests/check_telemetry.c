@@ -154,6 +154,44 @@ START_TEST(test_telemetry_series_never_mix_jobs_or_ranks)
 }
 END_TEST
 
+
+START_TEST(test_telemetry_a_source_is_gathered_then_written_once)
+{
+    /* the scan's path: a source's lines gathered (nothing written while it is read), written when it
+     * ends; a second source of the same job goes on after the first's points */
+    telemetry_acc *a = telemetry_acc_new();
+    config_store *st = NULL;
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_int_eq(telemetry_acc_line(a, DEEPSPEED[i], strlen(DEEPSPEED[i]), "", i + 1), 0);
+    ck_assert(telemetry_acc_any(a));
+    ck_assert_ptr_null(st);
+    ck_assert_int_eq(telemetry_acc_flush(a, &st, "5", "first.log"), 0);
+    ck_assert(!telemetry_acc_any(a));
+    ck_assert_str_eq(config_get(st, "telemetry/host_used", "5")->value, "1:346356900168 2:346367637586");
+    for (size_t i = 4; i < 6; i++)
+        ck_assert_int_eq(telemetry_acc_line(a, DEEPSPEED[i], strlen(DEEPSPEED[i]), "", i + 1), 0);
+    ck_assert_int_eq(telemetry_acc_flush(a, &st, "5", "second.log"), 0);
+    ck_assert_str_eq(config_get(st, "telemetry/host_used", "5")->value,
+                     "1:346356900168 2:346367637586 3:346367637586");
+    /* a long log: only the last TELEMETRY_POINTS points are kept, in order */
+    for (int step = 1; step <= 1000; step++) {
+        char line[200];
+        snprintf(line, sizeof line, "step:%d - perf/max_memory_allocated_gb:%d.000 - perf/cpu_memory_used_gb:1.0", step, step);
+        ck_assert_int_eq(telemetry_acc_line(a, line, strlen(line), "", (uint64_t)step), 0);
+    }
+    ck_assert_int_eq(telemetry_acc_flush(a, &st, "6", "long.log"), 0);
+    config_view v = config_view_of(st);
+    cJSON *t = telemetry_trend(&v, "6", "", 0);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "points")), TELEMETRY_POINTS);
+    ck_assert_double_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "from_step")), 1000 - TELEMETRY_POINTS + 1);
+    ck_assert_double_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "to_step")), 1000);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "verdict")), "growth");
+    cJSON_Delete(t);
+    telemetry_acc_free(a);
+    config_store_free(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("telemetry");
@@ -162,6 +200,7 @@ int main(void)
     tcase_add_test(tc, test_telemetry_a_steady_series_is_flat);
     tcase_add_test(tc, test_telemetry_a_climb_is_growth_with_its_slope);
     tcase_add_test(tc, test_telemetry_series_never_mix_jobs_or_ranks);
+    tcase_add_test(tc, test_telemetry_a_source_is_gathered_then_written_once);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -48,6 +48,7 @@ struct classifier {
     /* failures added since classify_failures_take: how many, the first's and last's line offsets */
     size_t n_fail;
     uint64_t fail_first, fail_last;
+    telemetry_acc *tel; /* the source's memory lines (telemetry.h), written to the job's store at its end */
 };
 
 /* What one line is, once stripped: the message, what its prefixes said, its stream key. */
@@ -84,6 +85,7 @@ void classifier_free(classifier *c)
     free(c->join);
     free(c->evid);
     config_tracker_free(c->cfg);
+    telemetry_acc_free(c->tel);
     free(c);
 }
 
@@ -97,7 +99,9 @@ void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, co
     c->settings_until = UINT64_MAX;
     c->n_fail = 0;
     config_tracker_reset(c->cfg);
+    telemetry_acc_reset(c->tel);
 }
+
 
 void classify_settings_until(classifier *c, uint64_t off) { c->settings_until = off; }
 
@@ -147,6 +151,14 @@ static config_store **job_store(classifier *c)
     return st;
 }
 
+oomscan_status classify_end(classifier *c)
+{
+    if (!telemetry_acc_any(c->tel))
+        return OOMSCAN_OK;
+    config_store **st = job_store(c);
+    return !st || telemetry_acc_flush(c->tel, st, c->src->job_id, c->src->path) < 0 ? OOMSCAN_ERR_NOMEM : OOMSCAN_OK;
+}
+
 /* Setting `cfg` (index into db->config_lits) wherever it is printed in the line [start, end). */
 static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
                                       uint64_t line)
@@ -171,14 +183,14 @@ static oomscan_status capture_version(classifier *c, const scan_view *v, size_t 
                : OOMSCAN_OK;
 }
 
-/* A memory line of the job's own (match/telemetry.h): its figures into the job's series. A line with
- * two of the literals (verl's step line names two) is read once per literal, which only writes the
- * same point again; the second finds it already the last. */
+/* A memory line of the job's own (match/telemetry.h): its figures into the source's series, in constant
+ * time (classify_end writes them to the job's store). A line with two of the literals (verl's step line
+ * names two) is read once per literal; the second finds its point already the last. */
 static oomscan_status capture_telemetry(classifier *c, const scan_view *v, size_t start, size_t end, uint64_t line)
 {
-    config_store **st = job_store(c);
-    return !st || telemetry_capture(st, (const char *)v->buf + start, end - start, c->src->job_id, c->src->rank,
-                                    c->src->path, line) < 0
+    if (!c->tel && !(c->tel = telemetry_acc_new()))
+        return OOMSCAN_ERR_NOMEM;
+    return telemetry_acc_line(c->tel, (const char *)v->buf + start, end - start, c->src->rank, line) < 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
 }

@@ -292,3 +292,117 @@ cJSON *telemetry_trend(const struct config_view *cfg, const char *job, const cha
     cJSON_AddStringToObject(o, "path", e->file ? e->file : "");
     return o;
 }
+
+/* ---- a source's series, gathered ------------------------------------------------------------ */
+
+typedef struct {
+    const char *metric;
+    char rank[16];
+    double x[TELEMETRY_POINTS], y[TELEMETRY_POINTS];
+    size_t n, head; /* points held, and where the oldest is once the ring is full */
+    size_t added;   /* points ever added: the number of the next unnumbered one */
+    int unnumbered; /* DeepSpeed's lines state no step: numbered 1, 2, ... after the store's points */
+    double last_x;
+    uint64_t line;
+} acc_series;
+
+#define ACC_SERIES 32 /* metrics x ranks one source prints; past that a series is dropped */
+
+struct telemetry_acc {
+    acc_series s[ACC_SERIES];
+    size_t n;
+};
+
+telemetry_acc *telemetry_acc_new(void) { return calloc(1, sizeof(telemetry_acc)); }
+void telemetry_acc_free(telemetry_acc *a) { free(a); }
+void telemetry_acc_reset(telemetry_acc *a)
+{
+    if (a)
+        a->n = 0;
+}
+int telemetry_acc_any(const telemetry_acc *a) { return a && a->n > 0; }
+
+int telemetry_acc_line(telemetry_acc *a, const char *s, size_t n, const char *rank, uint64_t line)
+{
+    telemetry_sample smp[8];
+    size_t k = telemetry_parse(s, n, smp, 8);
+    for (size_t i = 0; i < k; i++) {
+        const char *rk = smp[i].rank[0] ? smp[i].rank : rank ? rank : "";
+        acc_series *se = NULL;
+        for (size_t j = 0; j < a->n && !se; j++)
+            if (a->s[j].metric == smp[i].metric && strcmp(a->s[j].rank, rk) == 0)
+                se = &a->s[j];
+        if (!se) {
+            if (a->n == ACC_SERIES)
+                continue;
+            se = &a->s[a->n++];
+            se->metric = smp[i].metric;
+            snprintf(se->rank, sizeof se->rank, "%s", rk);
+            se->n = se->head = se->added = 0;
+            se->unnumbered = 0;
+            se->last_x = 0;
+        }
+        double x = smp[i].x;
+        if (x < 0) {
+            se->unnumbered = 1;
+            x = (double)se->added + 1;
+        } else if (se->added && x == se->last_x) {
+            continue; /* the same line again (its second literal), or a step printed twice */
+        }
+        size_t at;
+        if (se->n < TELEMETRY_POINTS) {
+            at = se->n++;
+        } else {
+            at = se->head;
+            se->head = (se->head + 1) % TELEMETRY_POINTS;
+        }
+        se->x[at] = x;
+        se->y[at] = smp[i].bytes;
+        se->last_x = x;
+        se->added++;
+        se->line = line;
+    }
+    return 0;
+}
+
+int telemetry_acc_flush(telemetry_acc *a, struct config_store **st, const char *job, const char *file)
+{
+    enum { CAP = TELEMETRY_POINTS * 48 + 1 };
+    for (size_t j = 0; a && j < a->n; j++) {
+        acc_series *se = &a->s[j];
+        char path[96];
+        series_path(path, sizeof path, se->metric, se->rank);
+        const config_entry *e = *st ? config_get(*st, path, job ? job : "") : NULL;
+        double ox[TELEMETRY_POINTS], oy[TELEMETRY_POINTS];
+        size_t on = e ? parse_points(e->value, ox, oy, TELEMETRY_POINTS) : 0;
+        /* the store's points first (an earlier source of the job), then this source's; the last kept */
+        size_t total = on + se->n, skip = total > TELEMETRY_POINTS ? total - TELEMETRY_POINTS : 0;
+        double base = se->unnumbered && on ? ox[on - 1] : 0;
+        char *v = malloc(CAP);
+        if (!v)
+            return -1;
+        size_t len = 0;
+        v[0] = 0;
+        for (size_t i = skip; i < total; i++) {
+            double x, y;
+            if (i < on) {
+                x = ox[i];
+                y = oy[i];
+            } else {
+                size_t k = i - on, at = se->n < TELEMETRY_POINTS ? k : (se->head + k) % TELEMETRY_POINTS;
+                x = se->x[at] + base;
+                y = se->y[at];
+            }
+            int w = snprintf(v + len, CAP - len, "%s%.0f:%.0f", len ? " " : "", x, y);
+            if (w < 0 || (size_t)w >= CAP - len)
+                break;
+            len += (size_t)w;
+        }
+        int rc = config_put(st, path, v, job ? job : "", file, se->line);
+        free(v);
+        if (rc < 0)
+            return -1;
+    }
+    telemetry_acc_reset(a);
+    return 0;
+}

@@ -42,9 +42,26 @@ typedef struct {
 size_t telemetry_parse(const char *s, size_t n, telemetry_sample *out, size_t max);
 
 /* Read line s[0..n) (its rank from the source when the line names none: `rank`, may be "") into the
- * store of job `job`. 0, -1 out of memory. */
+ * store of job `job` at once. 0, -1 out of memory. Each call rewrites the series (up to
+ * TELEMETRY_POINTS points): for a few lines; a scan gathers a source's lines in a telemetry_acc. */
 int telemetry_capture(struct config_store **st, const char *s, size_t n, const char *job, const char *rank,
                       const char *file, uint64_t line);
+
+/* A source's series, gathered line by line in constant time each (the last TELEMETRY_POINTS points
+ * of each series, in a ring) and written into the job's store once, when the source ends: a log that
+ * prints a memory line every step must cost no more to scan than one that does not. */
+typedef struct telemetry_acc telemetry_acc;
+telemetry_acc *telemetry_acc_new(void);
+void telemetry_acc_free(telemetry_acc *a);
+/* Forget what was gathered (a new source). */
+void telemetry_acc_reset(telemetry_acc *a);
+/* Line s[0..n) of the source; rank as telemetry_capture. 0, -1 out of memory. */
+int telemetry_acc_line(telemetry_acc *a, const char *s, size_t n, const char *rank, uint64_t line);
+/* Nonzero when something was gathered since the last reset. */
+int telemetry_acc_any(const telemetry_acc *a);
+/* Write the gathered series into the store of job `job` (after the points an earlier source of the job
+ * left there), then reset. 0, -1 out of memory. */
+int telemetry_acc_flush(telemetry_acc *a, struct config_store **st, const char *job, const char *file);
 
 /* The trend of job `job` for a failure of rank `rank` ("" any): the series of the metric that fits the
  * failure (`host`: host memory, else the GPU's, its peak allocated first), of that rank when one
