@@ -30,6 +30,10 @@ static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectI
 
 static double num(const cJSON *v) { return cJSON_IsNumber(v) ? v->valuedouble : 0; }
 
+/* A number from the file as an integer, 0 when it is not one a cast can hold (a hostile snapshot's
+ * sizes may be negative, huge or NaN: a cast of those is undefined). */
+static int64_t to_i64(double x) { return x > -9.2e18 && x < 9.2e18 ? (int64_t)x : 0; }
+
 /* ---- frames and sites ------------------------------------------------------------------------- */
 
 static const char *fstr(const pickle_doc *d, pickle_ref f, const char *k) { return pickle_str(d, pickle_get(d, f, k)); }
@@ -179,7 +183,7 @@ static uint64_t frames_hash(const pickle_doc *d, pickle_ref frames)
                 h = (h ^ (unsigned char)*c) * 1099511628211ull;
             h = (h ^ 0xff) * 1099511628211ull;
         }
-        h = (h ^ (uint64_t)pickle_num(d, pickle_get(d, f, "line"), 0)) * 1099511628211ull;
+        h = (h ^ (uint64_t)to_i64(pickle_num(d, pickle_get(d, f, "line"), 0))) * 1099511628211ull;
     }
     return h | 1; /* 0 marks an empty slot */
 }
@@ -228,7 +232,7 @@ static uint64_t site_hash(const char *name, const char *file, double line)
     h = (h ^ 0xff) * 1099511628211ull;
     for (const char *c = file; *c; c++)
         h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    return (h ^ (uint64_t)(int64_t)line) * 1099511628211ull;
+    return (h ^ (uint64_t)to_i64(line)) * 1099511628211ull;
 }
 
 /* The id of the site of `frames`; UINT32_MAX out of memory. Sites are found by their frame's name,
@@ -495,8 +499,10 @@ int memsnap_trace_item(void *ud, const pickle_doc *d, size_t device, pickle_ref 
     if (!action)
         return 0;
     v->events++;
-    uint64_t addr = (uint64_t)pickle_num(d, pickle_get(d, ev, "addr"), 0);
-    int64_t size = (int64_t)pickle_num(d, pickle_get(d, ev, "size"), 0);
+    /* a hostile trace's numbers may be negative, huge or not numbers: kept in range before any cast */
+    double fa = pickle_num(d, pickle_get(d, ev, "addr"), 0), fs = pickle_num(d, pickle_get(d, ev, "size"), 0);
+    uint64_t addr = fa > 0 && fa < 1.8e19 ? (uint64_t)fa : 0;
+    int64_t size = fs > 0 && fs < 9.2e18 ? (int64_t)fs : 0;
     int bad = 0;
     if (strcmp(action, "alloc") == 0 && size > 0) {
         uint32_t s = site_of(&t->sites, d, pickle_get(d, ev, "frames"));
@@ -678,7 +684,7 @@ int memsnap_summarise(const pickle_doc *d, memsnap_trace *tr, const scan_source 
                 continue;
             seg_alloc += size;
             uint32_t id = site_of(sites, d, block_frames(d, b));
-            if (id == UINT32_MAX || bytes_add(&held, id, (int64_t)size))
+            if (id == UINT32_MAX || bytes_add(&held, id, to_i64(size)))
                 bad = 1;
         }
         if (!blocks && pickle_get(d, s, "allocated_size"))
@@ -728,7 +734,7 @@ int memsnap_summarise(const pickle_doc *d, memsnap_trace *tr, const scan_source 
     }
     keep_largest(top, SNAP_SITES);
     cJSON_AddItemToObject(sum, "top_sites", top);
-    cJSON *tstory = trace_story(tr, (int)device);
+    cJSON *tstory = device >= 0 && device < SNAP_DEVICES ? trace_story(tr, (int)device) : NULL;
     if (tstory)
         cJSON_AddItemToObject(sum, "trace", tstory);
     free(held.v);
