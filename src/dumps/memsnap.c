@@ -69,20 +69,51 @@ static int machinery(const char *name, const char *file)
  * machinery. Frames are innermost first. 0 when there is none: the stack holds PyTorch's machinery
  * only (the autograd engine's thread has no Python frames), or nothing. The Python frames are looked
  * for first: that test is a suffix, the machinery test two dozen substrings. */
-static pickle_ref python_frame(const pickle_doc *d, pickle_ref frames)
+/* What a frame is, remembered by its ref for frames that stay (pickle_permanent: PyTorch shares each
+ * frame dict between every stack that holds it, so most are): 1 a Python frame outside torch's
+ * package, 2 one inside it, 3 not Python; 0 not known. Looking at the file name of each frame of every
+ * allocation was a sixth of a long trace's reading. */
+typedef struct {
+    uint8_t *c;
+    size_t n;
+} frame_kinds;
+
+static int frame_kind(const pickle_doc *d, pickle_ref f, frame_kinds *fk)
+{
+    if (fk && f < fk->n && fk->c[f])
+        return fk->c[f];
+    pickle_ref fr = pickle_get(d, f, "filename");
+    const char *file = pickle_str(d, fr);
+    size_t fl = pickle_len(d, fr);
+    int k = fl > 3 && memcmp(file + fl - 3, ".py", 3) == 0 ? (strstr(file, "/torch/") ? 2 : 1) : 3;
+    if (fk && pickle_permanent(d, f) && f < (1u << 28)) {
+        if (f >= fk->n) {
+            size_t n = fk->n ? fk->n : 4096;
+            while (n <= f)
+                n *= 2;
+            uint8_t *g = realloc(fk->c, n);
+            if (!g)
+                return k;
+            memset(g + fk->n, 0, n - fk->n);
+            fk->c = g;
+            fk->n = n;
+        }
+        fk->c[f] = (uint8_t)k;
+    }
+    return k;
+}
+
+static pickle_ref python_frame(const pickle_doc *d, pickle_ref frames, frame_kinds *fk)
 {
     size_t n = pickle_len(d, frames);
     pickle_ref any_py = 0;
     for (size_t i = 0; i < n; i++) {
-        pickle_ref f = pickle_item(d, frames, i), fr = pickle_get(d, f, "filename");
-        const char *file = pickle_str(d, fr);
-        size_t fl = pickle_len(d, fr);
-        if (fl > 3 && memcmp(file + fl - 3, ".py", 3) == 0) {
-            if (!strstr(file, "/torch/"))
-                return f;
-            if (!any_py)
-                any_py = f;
-        }
+        pickle_ref f = pickle_item(d, frames, i);
+        int k = frame_kind(d, f, fk);
+        if (k == 1)
+            return f;
+        if (k == 2 && !any_py)
+            any_py = f;
     }
     return any_py;
 }
@@ -165,6 +196,7 @@ typedef struct {
     size_t n, cap;
     uint32_t *slot; /* id + 1, 0 empty */
     size_t nslot;
+    frame_kinds kinds; /* python_frame's memory of each shared frame */
     /* stacks without a Python frame, by a hash of their frames' text: their site needs the machinery
      * test of every frame, which a long trace would otherwise pay at every allocation */
     uint64_t *ckey;
@@ -239,7 +271,7 @@ static uint64_t site_hash(const char *name, const char *file, double line)
  * file and line (no text is formatted for an allocation whose site is known). */
 static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
 {
-    pickle_ref f = python_frame(d, frames);
+    pickle_ref f = python_frame(d, frames, &t->kinds);
     uint32_t *cached = NULL;
     if (!f && pickle_len(d, frames)) {
         if (!(cached = cache_slot(t, frames_hash(d, frames))))
@@ -326,6 +358,7 @@ static void site_table_clear(site_table *t)
     free(t->slot);
     free(t->ckey);
     free(t->cval);
+    free(t->kinds.c);
     memset(t, 0, sizeof *t);
 }
 

@@ -21,7 +21,7 @@ typedef struct {
     uint8_t t;
     uint8_t h;      /* height when last adopted (an early depth check; walkers bound depth themselves) */
     uint8_t onpath; /* pickle_to_json: the value is being expanded (a value inside itself) */
-    uint8_t pad;
+    uint8_t perm;   /* the memo holds it to the end: its ref names this value for the doc's life */
     uint32_t rc;    /* holders: the stack, containers, the memo, a walk */
     uint32_t n, cap;
     union {
@@ -649,11 +649,14 @@ static oomscan_status memo_put(rd *r, uint64_t idx)
         decref(r->d, *old);
         memo_remove(&r->memo, (uint32_t)idx);
     }
-    if (fetches_left(r, idx) == 0)
+    unsigned left = fetches_left(r, idx);
+    if (left == 0)
         return OOMSCAN_OK; /* never fetched: the memo need not hold it */
     if (memo_insert(&r->memo, (uint32_t)idx, v) != 0)
         return nomem(r);
     incref(r->d, v);
+    if (left == 3 && !IS_IMM(v))
+        r->d->v[v].perm = 1; /* fetched "many" times, or not counted: never let go before the end */
     return OOMSCAN_OK;
 }
 
@@ -1308,6 +1311,12 @@ static const pval *at(const pickle_doc *d, pickle_ref v)
 }
 
 pickle_ref pickle_root(const pickle_doc *d) { return d ? d->root : 0; }
+
+int pickle_permanent(const pickle_doc *d, pickle_ref v)
+{
+    const pval *p = at(d, v);
+    return p && p->perm;
+}
 
 pickle_type pickle_type_of(const pickle_doc *d, pickle_ref v)
 {
