@@ -735,7 +735,8 @@ static oomscan_status fill_list(rd *r, size_t from)
     }
     size_t li;
     int stream = streamed(r, from - 1, &li);
-    oomscan_status st = OOMSCAN_OK;
+    /* room for the whole batch at once: a frames list of 30 items grew four times otherwise */
+    oomscan_status st = stream ? OOMSCAN_OK : reserve(r, r->stack[from - 1], r->sp - from);
     size_t top = r->sp;
     r->sp = from; /* the items leave the stack in order, each handed to the list (or to the stream) */
     for (size_t i = from; i < top; i++) {
@@ -760,7 +761,7 @@ static oomscan_status fill_dict(rd *r, size_t from)
         return st;
     }
     pickle_ref dict = r->stack[from - 1];
-    oomscan_status st = OOMSCAN_OK;
+    oomscan_status st = reserve(r, dict, (r->sp - from) / 2);
     size_t top = r->sp;
     r->sp = from;
     for (size_t i = from; i < top; i += 2) {
