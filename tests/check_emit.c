@@ -304,6 +304,13 @@ START_TEST(test_emit_memory_bar_and_sparkline)
     text = render_out(path, &out);
     ck_assert_msg(strstr(text, "GPU at the failure: [####") && !strstr(text, "\xe2\x96\x88"), "%s", text);
     free(text);
+    /* a snapshot that cannot be the failure is shown as context, with why (fixtures/dumps/README.md) */
+    snprintf(path, sizeof path, "%s/fixtures/dumps/memory_other_moment", OOMSCAN_SOURCE_DIR);
+    text = render_out(path, &out);
+    ck_assert_msg(strstr(text, "memory snapshot taken at another moment (the snapshot is of device 0") &&
+                      strstr(text, "nothing concluded from it") && !strstr(text, "memory snapshot: "),
+                  "%s", text);
+    free(text);
 }
 END_TEST
 

@@ -158,6 +158,17 @@ static void memory_pictures(out *o, const finding *f)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->memory, "trend");
     if (membar_spark(t, uni, pic, sizeof pic) && membar_trend_words(t, words, sizeof words))
         w(o, "  memory trend: %s %s\n", pic, E(o, words));
+    /* a snapshot that cannot be this failure: its figures as context, and why nothing is concluded */
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot_context");
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ctx, "taken_at_another_moment"));
+    if (why) {
+        char res[48], al[48];
+        values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ctx, "reserved_bytes")), res, sizeof res);
+        values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ctx, "allocated_bytes")), al, sizeof al);
+        w(o, "  memory snapshot taken at another moment (%s): %s reserved, %s allocated; context only, nothing "
+             "concluded from it\n",
+          E(o, why), res, al);
+    }
 }
 
 static void sentence(out *o, const result_finding *rf)
