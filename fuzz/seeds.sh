@@ -34,6 +34,13 @@ for f in $(grep -rlE 'ppo_micro_batch_size_per_gpu|gpu_memory_utilization|param_
   j=$((j + 1))
   { printf "\\$(printf '%03o' $(( (j * 53) % 256 )))"; cat "$f"; } > "$out/scan/settings$j"
 done
+# scan: logs that print the job's own memory lines (src/match/telemetry.c reads them through the scanner)
+k=0
+for f in $(grep -rlE 'Max_MA |perf/max_memory_allocated_gb:|CPU Virtual Memory:|memory \(MB\) \| allocated:' \
+             "$src/fixtures" --include='*.log' | sort | head -n 8); do
+  k=$((k + 1))
+  { printf "\\$(printf '%03o' $(( (k * 71) % 256 )))"; cat "$f"; } > "$out/scan/telemetry$k"
+done
 tar -C "$g" -czf "$out/pipeline/job.tar.gz" $(cd "$g" && ls *.log | head -n 3)
 (cd "$g" && zip -q "$out/pipeline/job.zip" $(ls *.log | head -n 2))
 for dir in failures context remediation; do

@@ -489,6 +489,46 @@ START_TEST(test_advice_measured_fragmentation_orders_allocator_step)
 }
 END_TEST
 
+
+/* The job's own memory telemetry (memory.trend, src/advice/memtrend.c) orders the checklist: a leak
+ * is not cured by a defragmented cache, so with `growth` the allocator step moves last, the trend
+ * named as the reason; with `flat` the message's own verdict stands (the allocator step first). The
+ * trends are numbers written here; the OOM line is real (huggingface/trl#3436, see remedy_lines.h). */
+START_TEST(test_advice_memory_trend_orders_the_checklist)
+{
+    static const struct {
+        const char *trend, *verdict, *words;
+        int allocator_first;
+    } cases[] = {
+        {"{\"metric\":\"gpu_max_allocated\",\"unit\":\"bytes\",\"points\":[[1,1e9],[2,2e9],[3,3e9],[4,4e9]],"
+         "\"slope_per_step\":1e9,\"verdict\":\"growth\",\"from_step\":1,\"to_step\":4,\"first_bytes\":1e9,"
+         "\"last_bytes\":4e9,\"last_steady_bytes\":3e9}",
+         "growth", "climbing", 0},
+        {"{\"metric\":\"gpu_max_allocated\",\"unit\":\"bytes\",\"points\":[[1,4e9],[2,4e9],[3,4e9],[4,8e9]],"
+         "\"slope_per_step\":1.2e9,\"verdict\":\"flat\",\"from_step\":1,\"to_step\":4,\"first_bytes\":4e9,"
+         "\"last_bytes\":8e9,\"last_steady_bytes\":4e9}",
+         "flat", "no climb before the failure", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_out r = scan_text(embedded(), LINE_TRL, strlen(LINE_TRL), 0, 0);
+        finding *f = &r.st->f[0];
+        cJSON_AddItemToObject(f->memory, "trend", cJSON_Parse(cases[i].trend));
+        advice *a = advice_resolve(r.db, f, FW_TRL, NULL, "");
+        const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->diagnosis, "conclusions"), 0);
+        ck_assert_str_eq(jstr(c0, "id"), "memory_trend");
+        ck_assert_str_eq(jstr(c0, "verdict"), cases[i].verdict);
+        HAS(jstr(c0, "what"), cases[i].words);
+        const cJSON *steps = cJSON_GetObjectItemCaseSensitive(a->remediation, "steps");
+        const cJSON *st = cJSON_GetArrayItem(steps, cases[i].allocator_first ? 0 : cJSON_GetArraySize(steps) - 1);
+        ck_assert_msg(!strcmp(jstr(st, "id"), "allocator_fragmentation"), "case %zu: %s", i, jstr(st, "id"));
+        if (!cases[i].allocator_first)
+            ck_assert_str_eq(jstr(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "conclusion"), "memory_trend");
+        advice_free(a);
+        scan_done(&r);
+    }
+}
+END_TEST
+
 /* The job's settings are the job's (issue 11): each job's store hangs off the story's job, merging two
  * inputs keeps them apart, a job sees its own and those of inputs naming no job, never another job's;
  * a finding of no job sees every job's, as when one store held them all. */
@@ -654,6 +694,7 @@ int main(void)
     tcase_add_test(tc, test_advice_printed_torch_version_decides_allocator_setting);
     tcase_add_test(tc, test_advice_versions_from_banners);
     tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);
+    tcase_add_test(tc, test_advice_memory_trend_orders_the_checklist);
     tcase_add_test(tc, test_advice_reads_the_jobs_own_settings);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
     suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 
 #include "oomscan.h"
 #include "apitest.h"
+#include "emit/membar.h"
 #include "emit/safe.h"
 #include "emit/textfit.h"
 #include "check_main.h"
@@ -258,6 +259,61 @@ START_TEST(test_emit_text_escapes_control_characters)
 }
 END_TEST
 
+
+/* The GPU at the failure as a bar and the job's memory trend as a sparkline (emit/membar.h): each part
+ * to scale, block characters on a UTF-8 terminal and ASCII with TERM=dumb or another locale, the same
+ * figures in words beside them, in the text and the Markdown report. The OOM line is real
+ * (fixtures/corpus/cuda_oom-qwen3-coder-174.log, QwenLM/Qwen3-Coder#174). */
+START_TEST(test_emit_memory_bar_and_sparkline)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fixtures/corpus/cuda_oom-qwen3-coder-174.log", OOMSCAN_SOURCE_DIR);
+    setenv("LANG", "C.UTF-8", 1);
+    unsetenv("LC_ALL");
+    unsetenv("LC_CTYPE");
+    setenv("TERM", "xterm", 1);
+    ck_assert(membar_unicode());
+    /* 79.1 GiB: 70.1 allocated (36 cells of 40), 766 MiB cached but free (0), 8.14 GiB outside (4), 98 MiB free (0) */
+    cJSON *m = cJSON_Parse("{\"total_bytes\":84933328486,\"allocated_bytes\":75290771374,\"reserved_unallocated_bytes\":"
+                           "803010601,\"free_bytes\":102760448,\"requested_bytes\":138412032}");
+    char bar[512], words[512];
+    ck_assert_uint_gt(membar_gpu(m, 0, 40, bar, sizeof bar), 0);
+    ck_assert_str_eq(bar, "[####################################oooo] + request [#]");
+    membar_gpu_words(m, words, sizeof words);
+    ck_assert_str_eq(words, "allocated by PyTorch 70.1 GiB, cached but free 766 MiB, used outside PyTorch's cache "
+                            "8.14 GiB, free 98.0 MiB, of 79.1 GiB; request 132 MiB");
+    cJSON_Delete(m);
+    cJSON *t = cJSON_Parse("{\"metric\":\"host_used\",\"points\":[[1,1],[2,2],[3,4],[4,8]],\"verdict\":\"growth\","
+                           "\"slope_per_step\":2,\"from_step\":1,\"to_step\":4,\"first_bytes\":1,\"last_bytes\":8}");
+    ck_assert_uint_gt(membar_spark(t, 0, bar, sizeof bar), 0);
+    ck_assert_str_eq(bar, "_.-#");
+    membar_spark(t, 1, bar, sizeof bar);
+    ck_assert_str_eq(bar, "\xe2\x96\x81\xe2\x96\x82\xe2\x96\x84\xe2\x96\x88");
+    cJSON_Delete(t);
+    /* in the reports */
+    oomscan_output out = {.format = OOMSCAN_FMT_TEXT};
+    char *text = render_out(path, &out);
+    ck_assert_msg(strstr(text, "GPU at the failure: [\xe2\x96\x88") && strstr(text, "allocated by PyTorch 70.1 GiB"), "%s", text);
+    free(text);
+    out.format = OOMSCAN_FMT_MARKDOWN;
+    text = render_out(path, &out);
+    ck_assert_msg(strstr(text, "```\nGPU at the failure: [") && strstr(text, "- GPU: allocated by PyTorch 70.1 GiB"), "%s", text);
+    free(text);
+    setenv("TERM", "dumb", 1);
+    out.format = OOMSCAN_FMT_TEXT;
+    text = render_out(path, &out);
+    ck_assert_msg(strstr(text, "GPU at the failure: [####") && !strstr(text, "\xe2\x96\x88"), "%s", text);
+    free(text);
+    /* a snapshot that cannot be the failure is shown as context, with why (fixtures/dumps/README.md) */
+    snprintf(path, sizeof path, "%s/fixtures/dumps/memory_other_moment", OOMSCAN_SOURCE_DIR);
+    text = render_out(path, &out);
+    ck_assert_msg(strstr(text, "memory snapshot taken at another moment (the snapshot is of device 0") &&
+                      strstr(text, "nothing concluded from it") && !strstr(text, "memory snapshot: "),
+                  "%s", text);
+    free(text);
+}
+END_TEST
+
 /* safe_text and safe_utf8_len, case by case: what a terminal may see and what it may not. */
 START_TEST(test_emit_safe_text_cases)
 {
@@ -393,6 +449,7 @@ static Suite *emit_suite(void)
     tcase_add_test(tc, test_emit_json_is_utf8_whatever_the_bytes);
     tcase_add_test(tc, test_emit_json_streamed_is_the_printed_document);
     tcase_add_test(tc, test_emit_text_escapes_control_characters);
+    tcase_add_test(tc, test_emit_memory_bar_and_sparkline);
     tcase_add_test(tc, test_emit_safe_text_cases);
     tcase_add_test(tc, test_emit_job_id_is_always_a_string);
     tcase_add_test(tc, test_emit_textfit_cases);

@@ -33,7 +33,8 @@ static int conclusion_on(const pdb *db, const cJSON *diag, const cJSON *p, const
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(diag, "conclusions"))
     {
-        const char *id = jstr(c, "id");
+        /* a conclusion worded by one of several rules (memory_trend) is read by its rule's premises */
+        const char *id = jstr(c, "rule") ? jstr(c, "rule") : jstr(c, "id");
         const cJSON *one;
         if (cJSON_IsString(p) && id && diagnosis_says(db, id, key, p->valuestring)) {
             *which = c;

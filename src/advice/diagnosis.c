@@ -324,11 +324,56 @@ static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, c
     }
 }
 
+/* The job's own memory telemetry (memory.trend, src/advice/memtrend.c): a conclusion `memory_trend`
+ * whose wording and premises follow the verdict (data: memory_trend_growth / memory_trend_flat, named
+ * in the conclusion's "rule"). It goes first: whether the memory leaked or peaked decides what to
+ * change before any other number does. */
+static void memory_trend(const pdb *db, const finding *f, cJSON *arr)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->memory, "trend");
+    const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "verdict"));
+    const char *metric = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "metric"));
+    double from, to, first, last, steady, slope;
+    if (!verdict || !metric || !num(t, "from_step", &from) || !num(t, "to_step", &to) || !num(t, "first_bytes", &first) ||
+        !num(t, "last_bytes", &last) || !num(t, "last_steady_bytes", &steady) || !num(t, "slope_per_step", &slope))
+        return;
+    static const struct {
+        const char *metric, *words;
+    } names[] = {{"gpu_max_allocated", "the GPU's peak allocated memory"},
+                 {"gpu_allocated", "the GPU's allocated memory"},
+                 {"gpu_max_reserved", "the GPU's peak reserved memory"},
+                 {"gpu_reserved", "the GPU's reserved memory"},
+                 {"host_used", "host memory"}};
+    const char *words = metric;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(names[i].metric, metric) == 0)
+            words = names[i].words;
+    vars v = {0};
+    var(&v, "trend_metric", "%s", words);
+    var(&v, "trend_from", "%.0f", from);
+    var(&v, "trend_to", "%.0f", to);
+    var_bytes(&v, "trend_first", first);
+    var_bytes(&v, "trend_last", last);
+    var_bytes(&v, "trend_steady", steady);
+    var_bytes(&v, "trend_slope", slope > 0 ? slope : 0);
+    var(&v, "trend_points", "%d", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "points")));
+    const char *rule = strcmp(verdict, "growth") == 0 ? "memory_trend_growth" : "memory_trend_flat";
+    int before = cJSON_GetArraySize(arr);
+    conclude(db, arr, rule, &v);
+    cJSON *c = cJSON_GetArrayItem(arr, before);
+    if (c) {
+        cJSON_ReplaceItemInObjectCaseSensitive(c, "id", cJSON_CreateString("memory_trend"));
+        cJSON_AddStringToObject(c, "rule", rule);
+        cJSON_AddStringToObject(c, "verdict", verdict);
+    }
+}
+
 cJSON *diagnosis_json(const pdb *db, const finding *f, const config_view *cfg, const char *job)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
         return NULL;
+    memory_trend(db, f, arr);
     if (f->cls == CLS_CUDA_OOM)
         cuda_oom(db, f, cfg, job ? job : "", arr);
     else if (f->cls == CLS_KV_CACHE_OOM)

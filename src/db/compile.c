@@ -319,6 +319,9 @@ int pdb_regexes_from_blob(pdb *db, const unsigned char *blob, size_t len) { retu
 /* The traceback markers are fixed by Python's own output, not by the data files. */
 const char PDB_TRACEBACK_LITERAL[] = "Traceback (most recent call last)";
 const char PDB_FRAME_LITERAL[] = "File \"";
+/* verl's step metrics, DeepSpeed's see_memory_usage, Megatron's report_memory (match/telemetry.h) */
+const char *const PDB_TELEMETRY_LITERALS[] = {"perf/max_memory_allocated_gb:", "perf/cpu_memory_used_gb:", "Max_MA ",
+                                              "CPU Virtual Memory:", "memory (MB) | allocated:", NULL};
 /* faulthandler's stack headers ("Stack (...)", "Current thread 0x... (...)"); a LIT_TRACEBACK target
  * with index 1. c10's C++ stacks share the words; phase_stack_header tells them apart. */
 const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";
@@ -401,6 +404,9 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         (st = add_literal(db, PDB_STACK_FIRST_LITERAL, LIT_TRACEBACK, 1, diag)) ||
         (st = add_literal(db, PDB_FRAME_LITERAL, LIT_FRAME, 0, diag)))
         return st;
+    for (size_t i = 0; PDB_TELEMETRY_LITERALS[i]; i++)
+        if ((st = add_literal(db, PDB_TELEMETRY_LITERALS[i], LIT_TELEMETRY, i, diag)))
+            return st;
     if (atomic_load(&db->advice_pending)) { /* the settings the embedded checklists name, as built */
         for (size_t at = 0; at < embedded_config_len; at += strlen((const char *)embedded_config + at) + 1)
             if ((st = add_config_literal(db, (const char *)embedded_config + at, diag)))

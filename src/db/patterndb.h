@@ -165,7 +165,16 @@ typedef struct {
 } pdb_checklist;
 
 /* What a prefilter literal leads to. */
-typedef enum { LIT_PATTERN, LIT_MARKER, LIT_FRAMEWORK, LIT_TRACEBACK, LIT_FRAME, LIT_CONFIG, LIT_VERSION } pdb_lit_kind;
+typedef enum {
+    LIT_PATTERN,
+    LIT_MARKER,
+    LIT_FRAMEWORK,
+    LIT_TRACEBACK,
+    LIT_FRAME,
+    LIT_CONFIG,
+    LIT_VERSION,
+    LIT_TELEMETRY /* a memory line the job prints about itself (match/telemetry.h) */
+} pdb_lit_kind;
 
 typedef struct {
     pdb_lit_kind kind;
@@ -247,6 +256,9 @@ void pdb_free_literals(pdb *db);
 extern const char PDB_TRACEBACK_LITERAL[];
 extern const char PDB_FRAME_LITERAL[];
 extern const char PDB_STACK_FIRST_LITERAL[];
+/* The literals of the job's memory lines (match/telemetry.h reads them), NULL-terminated; always in the
+ * prefilter, each a LIT_TELEMETRY target. */
+extern const char *const PDB_TELEMETRY_LITERALS[];
 
 /* An empty database. NULL when out of memory. */
 pdb *pdb_new(void);

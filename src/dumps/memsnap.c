@@ -30,6 +30,10 @@ static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectI
 
 static double num(const cJSON *v) { return cJSON_IsNumber(v) ? v->valuedouble : 0; }
 
+/* A number from the file as an integer, 0 when it is not one a cast can hold (a hostile snapshot's
+ * sizes may be negative, huge or NaN: a cast of those is undefined). */
+static int64_t to_i64(double x) { return x > -9.2e18 && x < 9.2e18 ? (int64_t)x : 0; }
+
 /* ---- frames and sites ------------------------------------------------------------------------- */
 
 static const char *fstr(const pickle_doc *d, pickle_ref f, const char *k) { return pickle_str(d, pickle_get(d, f, k)); }
@@ -65,20 +69,51 @@ static int machinery(const char *name, const char *file)
  * machinery. Frames are innermost first. 0 when there is none: the stack holds PyTorch's machinery
  * only (the autograd engine's thread has no Python frames), or nothing. The Python frames are looked
  * for first: that test is a suffix, the machinery test two dozen substrings. */
-static pickle_ref python_frame(const pickle_doc *d, pickle_ref frames)
+/* What a frame is, remembered by its ref for frames that stay (pickle_permanent: PyTorch shares each
+ * frame dict between every stack that holds it, so most are): 1 a Python frame outside torch's
+ * package, 2 one inside it, 3 not Python; 0 not known. Looking at the file name of each frame of every
+ * allocation was a sixth of a long trace's reading. */
+typedef struct {
+    uint8_t *c;
+    size_t n;
+} frame_kinds;
+
+static int frame_kind(const pickle_doc *d, pickle_ref f, frame_kinds *fk)
+{
+    if (fk && f < fk->n && fk->c[f])
+        return fk->c[f];
+    pickle_ref fr = pickle_get(d, f, "filename");
+    const char *file = pickle_str(d, fr);
+    size_t fl = pickle_len(d, fr);
+    int k = fl > 3 && memcmp(file + fl - 3, ".py", 3) == 0 ? (strstr(file, "/torch/") ? 2 : 1) : 3;
+    if (fk && pickle_permanent(d, f) && f < (1u << 28)) {
+        if (f >= fk->n) {
+            size_t n = fk->n ? fk->n : 4096;
+            while (n <= f)
+                n *= 2;
+            uint8_t *g = realloc(fk->c, n);
+            if (!g)
+                return k;
+            memset(g + fk->n, 0, n - fk->n);
+            fk->c = g;
+            fk->n = n;
+        }
+        fk->c[f] = (uint8_t)k;
+    }
+    return k;
+}
+
+static pickle_ref python_frame(const pickle_doc *d, pickle_ref frames, frame_kinds *fk)
 {
     size_t n = pickle_len(d, frames);
     pickle_ref any_py = 0;
     for (size_t i = 0; i < n; i++) {
-        pickle_ref f = pickle_item(d, frames, i), fr = pickle_get(d, f, "filename");
-        const char *file = pickle_str(d, fr);
-        size_t fl = pickle_len(d, fr);
-        if (fl > 3 && memcmp(file + fl - 3, ".py", 3) == 0) {
-            if (!strstr(file, "/torch/"))
-                return f;
-            if (!any_py)
-                any_py = f;
-        }
+        pickle_ref f = pickle_item(d, frames, i);
+        int k = frame_kind(d, f, fk);
+        if (k == 1)
+            return f;
+        if (k == 2 && !any_py)
+            any_py = f;
     }
     return any_py;
 }
@@ -161,6 +196,7 @@ typedef struct {
     size_t n, cap;
     uint32_t *slot; /* id + 1, 0 empty */
     size_t nslot;
+    frame_kinds kinds; /* python_frame's memory of each shared frame */
     /* stacks without a Python frame, by a hash of their frames' text: their site needs the machinery
      * test of every frame, which a long trace would otherwise pay at every allocation */
     uint64_t *ckey;
@@ -179,7 +215,7 @@ static uint64_t frames_hash(const pickle_doc *d, pickle_ref frames)
                 h = (h ^ (unsigned char)*c) * 1099511628211ull;
             h = (h ^ 0xff) * 1099511628211ull;
         }
-        h = (h ^ (uint64_t)pickle_num(d, pickle_get(d, f, "line"), 0)) * 1099511628211ull;
+        h = (h ^ (uint64_t)to_i64(pickle_num(d, pickle_get(d, f, "line"), 0))) * 1099511628211ull;
     }
     return h | 1; /* 0 marks an empty slot */
 }
@@ -228,14 +264,14 @@ static uint64_t site_hash(const char *name, const char *file, double line)
     h = (h ^ 0xff) * 1099511628211ull;
     for (const char *c = file; *c; c++)
         h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    return (h ^ (uint64_t)(int64_t)line) * 1099511628211ull;
+    return (h ^ (uint64_t)to_i64(line)) * 1099511628211ull;
 }
 
 /* The id of the site of `frames`; UINT32_MAX out of memory. Sites are found by their frame's name,
  * file and line (no text is formatted for an allocation whose site is known). */
 static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
 {
-    pickle_ref f = python_frame(d, frames);
+    pickle_ref f = python_frame(d, frames, &t->kinds);
     uint32_t *cached = NULL;
     if (!f && pickle_len(d, frames)) {
         if (!(cached = cache_slot(t, frames_hash(d, frames))))
@@ -322,6 +358,7 @@ static void site_table_clear(site_table *t)
     free(t->slot);
     free(t->ckey);
     free(t->cval);
+    free(t->kinds.c);
     memset(t, 0, sizeof *t);
 }
 
@@ -495,8 +532,10 @@ int memsnap_trace_item(void *ud, const pickle_doc *d, size_t device, pickle_ref 
     if (!action)
         return 0;
     v->events++;
-    uint64_t addr = (uint64_t)pickle_num(d, pickle_get(d, ev, "addr"), 0);
-    int64_t size = (int64_t)pickle_num(d, pickle_get(d, ev, "size"), 0);
+    /* a hostile trace's numbers may be negative, huge or not numbers: kept in range before any cast */
+    double fa = pickle_num(d, pickle_get(d, ev, "addr"), 0), fs = pickle_num(d, pickle_get(d, ev, "size"), 0);
+    uint64_t addr = fa > 0 && fa < 1.8e19 ? (uint64_t)fa : 0;
+    int64_t size = fs > 0 && fs < 9.2e18 ? (int64_t)fs : 0;
     int bad = 0;
     if (strcmp(action, "alloc") == 0 && size > 0) {
         uint32_t s = site_of(&t->sites, d, pickle_get(d, ev, "frames"));
@@ -678,7 +717,7 @@ int memsnap_summarise(const pickle_doc *d, memsnap_trace *tr, const scan_source 
                 continue;
             seg_alloc += size;
             uint32_t id = site_of(sites, d, block_frames(d, b));
-            if (id == UINT32_MAX || bytes_add(&held, id, (int64_t)size))
+            if (id == UINT32_MAX || bytes_add(&held, id, to_i64(size)))
                 bad = 1;
         }
         if (!blocks && pickle_get(d, s, "allocated_size"))
@@ -728,7 +767,7 @@ int memsnap_summarise(const pickle_doc *d, memsnap_trace *tr, const scan_source 
     }
     keep_largest(top, SNAP_SITES);
     cJSON_AddItemToObject(sum, "top_sites", top);
-    cJSON *tstory = trace_story(tr, (int)device);
+    cJSON *tstory = device >= 0 && device < SNAP_DEVICES ? trace_story(tr, (int)device) : NULL;
     if (tstory)
         cJSON_AddItemToObject(sum, "trace", tstory);
     free(held.v);

@@ -21,7 +21,7 @@ typedef struct {
     uint8_t t;
     uint8_t h;      /* height when last adopted (an early depth check; walkers bound depth themselves) */
     uint8_t onpath; /* pickle_to_json: the value is being expanded (a value inside itself) */
-    uint8_t pad;
+    uint8_t perm;   /* the memo holds it to the end: its ref names this value for the doc's life */
     uint32_t rc;    /* holders: the stack, containers, the memo, a walk */
     uint32_t n, cap;
     union {
@@ -649,11 +649,14 @@ static oomscan_status memo_put(rd *r, uint64_t idx)
         decref(r->d, *old);
         memo_remove(&r->memo, (uint32_t)idx);
     }
-    if (fetches_left(r, idx) == 0)
+    unsigned left = fetches_left(r, idx);
+    if (left == 0)
         return OOMSCAN_OK; /* never fetched: the memo need not hold it */
     if (memo_insert(&r->memo, (uint32_t)idx, v) != 0)
         return nomem(r);
     incref(r->d, v);
+    if (left == 3 && !IS_IMM(v))
+        r->d->v[v].perm = 1; /* fetched "many" times, or not counted: never let go before the end */
     return OOMSCAN_OK;
 }
 
@@ -732,7 +735,8 @@ static oomscan_status fill_list(rd *r, size_t from)
     }
     size_t li;
     int stream = streamed(r, from - 1, &li);
-    oomscan_status st = OOMSCAN_OK;
+    /* room for the whole batch at once: a frames list of 30 items grew four times otherwise */
+    oomscan_status st = stream ? OOMSCAN_OK : reserve(r, r->stack[from - 1], r->sp - from);
     size_t top = r->sp;
     r->sp = from; /* the items leave the stack in order, each handed to the list (or to the stream) */
     for (size_t i = from; i < top; i++) {
@@ -757,7 +761,7 @@ static oomscan_status fill_dict(rd *r, size_t from)
         return st;
     }
     pickle_ref dict = r->stack[from - 1];
-    oomscan_status st = OOMSCAN_OK;
+    oomscan_status st = reserve(r, dict, (r->sp - from) / 2);
     size_t top = r->sp;
     r->sp = from;
     for (size_t i = from; i < top; i += 2) {
@@ -1308,6 +1312,12 @@ static const pval *at(const pickle_doc *d, pickle_ref v)
 }
 
 pickle_ref pickle_root(const pickle_doc *d) { return d ? d->root : 0; }
+
+int pickle_permanent(const pickle_doc *d, pickle_ref v)
+{
+    const pval *p = at(d, v);
+    return p && p->perm;
+}
 
 pickle_type pickle_type_of(const pickle_doc *d, pickle_ref v)
 {

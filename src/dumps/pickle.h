@@ -96,6 +96,9 @@ pickle_ref pickle_dict_value(const pickle_doc *d, pickle_ref dict, size_t i);
 pickle_ref pickle_get(const pickle_doc *d, pickle_ref dict, const char *key); /* a str key */
 const char *pickle_str(const pickle_doc *d, pickle_ref v);          /* str or bytes, NUL-terminated */
 double pickle_num(const pickle_doc *d, pickle_ref v, double dflt);  /* int, float or bool */
+/* 1 when v stays what it is until the doc is freed (the memo holds it to the end), so that a reader
+ * may remember something about it by its ref; a value let go earlier may have its ref reused. */
+int pickle_permanent(const pickle_doc *d, pickle_ref v);
 
 /* v as a cJSON tree (copies of shared values), within lim's nodes and bytes and the size bound
  * above (`input` = the pickle's size). Status and diag as pickle_parse. */

@@ -9,6 +9,7 @@
 
 #include "base/sink.h"
 #include "emit/emit.h"
+#include "emit/membar.h"
 #include "emit/report.h"
 #include "emit/safe.h"
 
@@ -100,6 +101,32 @@ static void numbers_table(out *o, const finding *f)
     }
 }
 
+/* The GPU bar and the trend's sparkline (emit/membar.h) in a code block, so that they keep their
+ * columns, each followed by its figures in words. */
+static void memory_pictures(out *o, const finding *f)
+{
+    char bar[1024], bw[512], sp[512], tw[512];
+    int uni = membar_unicode();
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->memory, "trend");
+    int has_bar = membar_gpu(f->memory, uni, 40, bar, sizeof bar) && membar_gpu_words(f->memory, bw, sizeof bw);
+    int has_trend = membar_spark(t, uni, sp, sizeof sp) && membar_trend_words(t, tw, sizeof tw);
+    if (!has_bar && !has_trend)
+        return;
+    w(o, "\n```\n");
+    if (has_bar)
+        w(o, "GPU at the failure: %s\n", bar);
+    if (has_trend)
+        w(o, "memory trend:       %s\n", sp);
+    w(o, "```\n\n");
+    if (has_bar)
+        w(o, "- GPU: %s\n", bw);
+    if (has_trend) {
+        w(o, "- memory trend: ");
+        w_inline(o, tw, 300);
+        w(o, "\n");
+    }
+}
+
 static void root_section(out *o, const result *r, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -135,6 +162,7 @@ static void root_section(out *o, const result *r, const result_finding *rf)
         w(o, "\n");
     }
     numbers_table(o, f);
+    memory_pictures(o, f);
     if (f->n_evidence) {
         w(o, "\n");
         w_block(o, f->evidence[0]);

@@ -9,6 +9,7 @@
 #include "base/sink.h"
 #include "base/values.h"
 #include "emit/emit.h"
+#include "emit/membar.h"
 #include "emit/report.h"
 #include "emit/safe.h"
 #include "emit/textfit.h"
@@ -146,6 +147,30 @@ static void snapshot_line(out *o, const finding *f)
     }
 }
 
+/* The GPU at the failure as a bar and the job's memory trend as a sparkline (emit/membar.h), each
+ * with its figures in words. */
+static void memory_pictures(out *o, const finding *f)
+{
+    char pic[1024], words[512];
+    int uni = membar_unicode();
+    if (membar_gpu(f->memory, uni, 40, pic, sizeof pic) && membar_gpu_words(f->memory, words, sizeof words))
+        w(o, "  GPU at the failure: %s\n    %s\n", pic, words);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->memory, "trend");
+    if (membar_spark(t, uni, pic, sizeof pic) && membar_trend_words(t, words, sizeof words))
+        w(o, "  memory trend: %s %s\n", pic, E(o, words));
+    /* a snapshot that cannot be this failure: its figures as context, and why nothing is concluded */
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(f->memory, "snapshot_context");
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ctx, "taken_at_another_moment"));
+    if (why) {
+        char res[48], al[48];
+        values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ctx, "reserved_bytes")), res, sizeof res);
+        values_human_bytes(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ctx, "allocated_bytes")), al, sizeof al);
+        w(o, "  memory snapshot taken at another moment (%s): %s reserved, %s allocated; context only, nothing "
+             "concluded from it\n",
+          E(o, why), res, al);
+    }
+}
+
 static void sentence(out *o, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -165,6 +190,7 @@ static void sentence(out *o, const result_finding *rf)
     if (nums[0])
         w(o, "  numbers: %s\n", E(o, nums));
     xid_line(o, f);
+    memory_pictures(o, f);
     snapshot_line(o, f);
     if (f->phase_evidence)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));

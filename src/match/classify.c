@@ -1,5 +1,6 @@
 /* classify.c - a candidate line -> context, settings, or the best failure pattern -> an event for the sink. */
 #include "match/classify.h"
+#include "match/telemetry.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -48,6 +49,7 @@ struct classifier {
     /* failures added since classify_failures_take: how many, the first's and last's line offsets */
     size_t n_fail;
     uint64_t fail_first, fail_last;
+    telemetry_acc *tel; /* the source's memory lines (telemetry.h), written to the job's store at its end */
 };
 
 /* What one line is, once stripped: the message, what its prefixes said, its stream key. */
@@ -84,6 +86,7 @@ void classifier_free(classifier *c)
     free(c->join);
     free(c->evid);
     config_tracker_free(c->cfg);
+    telemetry_acc_free(c->tel);
     free(c);
 }
 
@@ -97,7 +100,9 @@ void classifier_begin(classifier *c, const scan_source *src, phase_state *ps, co
     c->settings_until = UINT64_MAX;
     c->n_fail = 0;
     config_tracker_reset(c->cfg);
+    telemetry_acc_reset(c->tel);
 }
+
 
 void classify_settings_until(classifier *c, uint64_t off) { c->settings_until = off; }
 
@@ -122,7 +127,8 @@ int classify_is_cheap(const pdb *db, size_t lit)
     int settings_only = 1, votes_only = 1;
     for (size_t k = 0; k < db->literals[lit].n_targets; k++) {
         pdb_lit_kind kind = db->literals[lit].targets[k].kind;
-        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG && kind != LIT_VERSION)
+        if (kind != LIT_MARKER && kind != LIT_FRAMEWORK && kind != LIT_CONFIG && kind != LIT_VERSION &&
+            kind != LIT_TELEMETRY)
             return 0;
         if (kind == LIT_MARKER && db->markers[db->literals[lit].targets[k].index].late)
             return 0; /* a late marker reads its line (the killed task's PID) */
@@ -146,6 +152,14 @@ static config_store **job_store(classifier *c)
     return st;
 }
 
+oomscan_status classify_end(classifier *c)
+{
+    if (!telemetry_acc_any(c->tel))
+        return OOMSCAN_OK;
+    config_store **st = job_store(c);
+    return !st || telemetry_acc_flush(c->tel, st, c->src->job_id, c->src->path) < 0 ? OOMSCAN_ERR_NOMEM : OOMSCAN_OK;
+}
+
 /* Setting `cfg` (index into db->config_lits) wherever it is printed in the line [start, end). */
 static oomscan_status capture_setting(classifier *c, const scan_view *v, size_t cfg, size_t start, size_t end,
                                       uint64_t line)
@@ -166,6 +180,18 @@ static oomscan_status capture_version(classifier *c, const scan_view *v, size_t 
     config_store **st = job_store(c);
     return !st || version_capture(st, &c->db->versions[idx], (const char *)v->buf + start, end - start,
                            c->src->job_id, c->src->path, line) < 0
+               ? OOMSCAN_ERR_NOMEM
+               : OOMSCAN_OK;
+}
+
+/* A memory line of the job's own (match/telemetry.h): its figures into the source's series, in constant
+ * time (classify_end writes them to the job's store). A line with two of the literals (verl's step line
+ * names two) is read once per literal; the second finds its point already the last. */
+static oomscan_status capture_telemetry(classifier *c, const scan_view *v, size_t start, size_t end, uint64_t line)
+{
+    if (!c->tel && !(c->tel = telemetry_acc_new()))
+        return OOMSCAN_ERR_NOMEM;
+    return telemetry_acc_line(c->tel, (const char *)v->buf + start, end - start, c->src->rank, line) < 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
 }
@@ -236,6 +262,11 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
             if (*ls == SIZE_MAX)
                 *ls = lines_bol(v->buf, 0, pos);
             if (capture_version(c, v, tg->index, *ls, le, line))
+                return OOMSCAN_ERR_NOMEM;
+        } else if (tg->kind == LIT_TELEMETRY) {
+            if (*ls == SIZE_MAX)
+                *ls = lines_bol(v->buf, 0, pos);
+            if (capture_telemetry(c, v, *ls, le, line))
                 return OOMSCAN_ERR_NOMEM;
         } else {
             const char *name = c->db->config_lits[tg->index];
@@ -445,6 +476,10 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
                 break;
             case LIT_VERSION:
                 if (capture_version(c, v, tg->index, li->start, li->end, li->line))
+                    st = OOMSCAN_ERR_NOMEM;
+                break;
+            case LIT_TELEMETRY:
+                if (capture_telemetry(c, v, li->start, li->end, li->line))
                     st = OOMSCAN_ERR_NOMEM;
                 break;
             }

@@ -75,6 +75,10 @@ int classify_is_cheap(const pdb *db, size_t lit);
 oomscan_status classify_line(classifier *c, const scan_view *v, size_t start, size_t end, uint64_t line,
                              const size_t *lits, size_t n, scan_clock *clock);
 
+/* The source ends: what it gathered for the job (its memory series, match/telemetry.h) goes to the
+ * sink's store for the job. OOMSCAN_OK or OOMSCAN_ERR_NOMEM. */
+oomscan_status classify_end(classifier *c);
+
 /* The scan moves past v->buf[0..end): a settings dump being read keeps its enclosing keys. */
 void classify_pass(classifier *c, const scan_view *v, size_t end);
 

@@ -1225,6 +1225,8 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     res->reads_ahead = sc->n_ahead;
     res->have_time = sc->clock.have;
     res->last_time = sc->clock.last;
+    if (!sc->status && sc->cl)
+        sc->status = classify_end(sc->cl);
     return sc->status;
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "advice/remedy.h"
+#include "advice/memtrend.h"
 #include "dumps/dumps.h"
 #include "emit/emit.h"
 #include "input/input.h"
@@ -582,6 +583,9 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
     /* dumps read together: every rank's flight recorder, snapshots against their OOM */
     dumps_acc_stop_on(s->dumps, &s->cancel); /* a signal there ends it with what it found */
     if (!st && s->dumps && dumps_acc_finish(s->dumps, s->db->p, s->st) != 0)
+        st = OOMSCAN_ERR_NOMEM;
+    /* the memory series each job printed, given to its out-of-memory failures */
+    if (!st && memtrend_attach(s->st, session_scan_job(s)) != 0)
         st = OOMSCAN_ERR_NOMEM;
     if (st)
         return diag_set(diag, st, NULL, "%s", status_name(st));
