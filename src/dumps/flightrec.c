@@ -148,19 +148,25 @@ static int summarise_entry(const cJSON *e, cJSON *pgs, strmap *idx)
     if (sz)
         cJSON_AddStringToObject(op, "sizes", sz);
     free(sz);
-    cJSON_AddNumberToObject(op, "time_ns", dumps_numk(e, "time_created_ns", 0));
-    cJSON_AddNumberToObject(op, "timeout_ms", dumps_numk(e, "timeout_ms", 0));
-    cJSON *fr = cJSON_AddArrayToObject(op, "frames");
+    /* what is absent reads as 0 or none: a dump naming 40,000 groups keeps 40,000 of these */
+    double ns = dumps_numk(e, "time_created_ns", 0), to = dumps_numk(e, "timeout_ms", 0);
+    if (ns != 0)
+        cJSON_AddNumberToObject(op, "time_ns", ns);
+    if (to != 0)
+        cJSON_AddNumberToObject(op, "timeout_ms", to);
     const cJSON *f;
+    cJSON *fr = NULL;
     int nf = 0;
     cJSON_ArrayForEach(f, dumps_arr(e, "frames"))
     {
         if (nf >= FR_FRAMES_KEPT)
             break;
         cJSON *c = frame_copy(f);
-        if (c) {
+        if (c && (fr || (fr = cJSON_AddArrayToObject(op, "frames")))) {
             cJSON_AddItemToArray(fr, c);
             nf++;
+        } else {
+            cJSON_Delete(c);
         }
     }
     return 0;
