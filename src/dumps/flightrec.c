@@ -202,7 +202,11 @@ int flightrec_summarise(const cJSON *dump, const scan_source *src, struct dumps_
         goto done;
     /* collectives from the entries, in record order */
     const cJSON *e;
-    cJSON_ArrayForEach(e, dumps_arr(dump, "entries")) if (summarise_entry(e, pgs, idx) != 0) goto done;
+    cJSON_ArrayForEach(e, dumps_arr(dump, "entries"))
+    {
+        if (summarise_entry(e, pgs, idx) != 0)
+            goto done;
+    }
     /* pg_status (2.3+) says it directly, and also for groups whose entries the ring buffer lost */
     const cJSON *ps;
     cJSON_ArrayForEach(ps, dumps_obj(dump, "pg_status"))
@@ -222,7 +226,11 @@ int flightrec_summarise(const cJSON *dump, const scan_source *src, struct dumps_
     }
     /* members of each group, from pg_config (keyed by name) */
     const cJSON *pc;
-    cJSON_ArrayForEach(pc, dumps_obj(dump, "pg_config")) if (strmap_put(cfg, pc->string, (void *)pc) != 0) goto done;
+    cJSON_ArrayForEach(pc, dumps_obj(dump, "pg_config"))
+    {
+        if (strmap_put(cfg, pc->string, (void *)pc) != 0)
+            goto done;
+    }
     cJSON *pg;
     cJSON_ArrayForEach(pg, pgs)
     {
@@ -520,7 +528,11 @@ int flightrec_finish(struct dumps_acc *acc, const pdb *db, story *st)
         if (!(c.pgs[i] = strmap_new()))
             rc = -1;
         const cJSON *pg;
-        cJSON_ArrayForEach(pg, get(c.dumps[i], "pgs")) if (rc == 0 && strmap_put(c.pgs[i], pg->string, (void *)pg) != 0) rc = -1;
+        cJSON_ArrayForEach(pg, get(c.dumps[i], "pgs"))
+        {
+            if (rc == 0 && strmap_put(c.pgs[i], pg->string, (void *)pg) != 0)
+                rc = -1;
+        }
     }
     /* each process group once, in the order the dumps name them */
     for (size_t i = 0; i < c.n && rc == 0; i++) {
