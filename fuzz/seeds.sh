@@ -53,4 +53,44 @@ done
 if [ -d "$src/fixtures/dumps" ]; then
   find "$src/fixtures/dumps" -type f -size -1M | while read -r f; do cp "$f" "$out/pickle/$(basename "$f")"; done
 fi
-echo "seeds: $(ls "$out/pipeline" | wc -l) pipeline, $(ls "$out/patterns" | wc -l) patterns, $(ls "$out/state" | wc -l) state, $(ls "$out/merge" | wc -l) merge, $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/scan" | wc -l) scan"
+# dumps: sources read together, split at "--dump--" (fuzz_dumps.c): every rank's flight recorder, an
+# error file, a snapshot with its log; then wrong-typed variants of the JSON ones (a list for pg_config,
+# a rank that is a name, NaN and 1e300 for numbers, a string for a list)
+mkdir -p "$out/dumps"
+d=$src/fixtures/dumps
+sep() { printf '\n--dump--\n'; } # not in $(...), which would drop its last newline
+if [ -d "$d" ]; then
+  { cat "$d/flight_recorder_json/nccl_trace_rank_0.json"; sep; cat "$d/flight_recorder_json/nccl_trace_rank_1.json"; } > "$out/dumps/fr_json"
+  { cat "$d/flight_recorder_mismatch/nccl_trace_rank_0"; sep; cat "$d/flight_recorder_mismatch/nccl_trace_rank_1"; } > "$out/dumps/fr_pickle"
+  { cat "$d/memory_snapshot/train.log"; sep; cat "$d/memory_snapshot/oom_rank-0_snapshot.pickle"; } > "$out/dumps/snapshot"
+  cp "$d/torchrun/job42_sfy4zqds/attempt_0/0/error.json" "$out/dumps/error_file"
+  python3 - "$d" "$out/dumps" <<'PY'
+import json, sys
+d, out, sep = sys.argv[1], sys.argv[2], "\n--dump--\n"
+r0 = json.load(open(d + "/flight_recorder_json/nccl_trace_rank_0.json"))
+r1 = open(d + "/flight_recorder_json/nccl_trace_rank_1.json").read()
+ef = json.load(open(d + "/torchrun/job42_sfy4zqds/attempt_0/0/error.json"))
+variants = {
+    "pg_config_list": lambda x: x.__setitem__("pg_config", list(x["pg_config"].values())),
+    "rank_name": lambda x: x.__setitem__("rank", "node-2"),
+    "rank_nan": lambda x: x.__setitem__("rank", float("nan")),
+    "seq_big": lambda x: x["entries"][0].__setitem__("collective_seq_id", 1e300),
+    "time_inf": lambda x: x["entries"][-1].__setitem__("time_created_ns", "inf"),
+    "entries_object": lambda x: x.__setitem__("entries", {"0": x["entries"][0]}),
+    "pg_status_list": lambda x: x.__setitem__("pg_status", [1, "2"]),
+    "frames_string": lambda x: x["entries"][-1].__setitem__("frames", "f"),
+}
+for name, f in variants.items():
+    x = json.loads(json.dumps(r0))
+    f(x)
+    open("%s/fr_%s" % (out, name), "w").write(json.dumps(x, allow_nan=True) + sep + r1)
+for name, v in {"ts_big": 1e300, "ts_inf": "inf", "ts_list": [1]}.items():
+    x = json.loads(json.dumps(ef))
+    x["message"]["extraInfo"]["timestamp"] = v
+    open("%s/error_%s" % (out, name), "w").write(json.dumps(x))
+x = json.loads(json.dumps(ef))
+x["message"] = ["not", "an", "object"]
+open(out + "/error_message_list", "w").write(json.dumps(x))
+PY
+fi
+echo "seeds: $(ls "$out/pipeline" | wc -l) pipeline, $(ls "$out/patterns" | wc -l) patterns, $(ls "$out/state" | wc -l) state, $(ls "$out/merge" | wc -l) merge, $(ls "$out/pickle" | wc -l) pickle, $(ls "$out/scan" | wc -l) scan, $(ls "$out/dumps" | wc -l) dumps"

@@ -697,6 +697,28 @@ START_TEST(test_dumps_error_file_timestamp_out_of_range_is_no_time)
 }
 END_TEST
 
+/* A signal while the dumps are finished: the stop flag is read between process groups, so the finish
+ * ends at once with what it made (it was never read there: SIGTERM waited for the whole finish, and a
+ * second signal killed the run with no report). Set before the finish, nothing is made; cleared, the
+ * laggard is found as before. */
+START_TEST(test_dumps_finish_stops_when_asked)
+{
+    for (int stop = 1; stop >= 0; stop--) {
+        story *st = story_new();
+        dumps_acc *acc = dumps_acc_new();
+        volatile sig_atomic_t flag = (sig_atomic_t)stop;
+        dumps_acc_stop_on(acc, &flag);
+        char *why;
+        read_fixture("flight_recorder_json/nccl_trace_rank_0.json", st, acc, &why);
+        read_fixture("flight_recorder_json/nccl_trace_rank_1.json", st, acc, &why);
+        ck_assert_int_eq(dumps_acc_finish(acc, db, st), 0);
+        ck_assert_uint_eq(st->n, stop ? 0 : 1);
+        dumps_acc_free(acc);
+        story_free(st);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dumps");
@@ -723,6 +745,7 @@ int main(void)
     suite_add_tcase(s, slow);
     tcase_add_test(tc, test_dumps_flight_recorder_laggard_survives_a_rank_that_is_no_number);
     tcase_add_test(tc, test_dumps_error_file_timestamp_out_of_range_is_no_time);
+    tcase_add_test(tc, test_dumps_finish_stops_when_asked);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -350,4 +350,17 @@ for f in ef-cut.json ef-big.json ef-deep.json; do
     bad "$f: exit $rc, $(jq -c '[.findings[].class], [.inputs[] | [.status, .error]]' ef.json 2>&1 | head -c 300)"
 done
 
+# 20. A 64 KB gzip'd flight recorder JSON of 33 million values (issue 35, item 3: 1.75 GB, 43 s here;
+#     two with -j 2 twice that): the values are counted before the tree is built and the dump refused
+#     past the budget, whatever the compression; the log's OOM kept, within 256 MiB.
+python3 -c '
+import sys
+sys.stdout.write("{\"version\": \"2.5\", \"pg_config\": {}, \"entries\": [{\"collective_seq_id\": 1, \"input_sizes\": [" + "0," * 33000000 + "0]}]}")
+' | gzip -9 > frb1.json.gz && cp frb1.json.gz frb2.json.gz
+/usr/bin/time -f "%U %S %M" -o frb.time "$oomscan" -f json -j 2 frb1.json.gz frb2.json.gz oom.log > frb.json 2> frb.err; rc=$?
+set -- $(tail -1 frb.time)
+[ $rc -eq 2 ] && [ "$(nfind frb.json)" -ge 1 ] && [ $3 -lt 262144 ] &&
+  [ "$(grep -c "flight recorder JSON of 33000009 values: more than the 1000000 this reader builds" frb.err)" -eq 2 ] && ok ||
+  bad "gzip'd flight recorder of 33 M values: exit $rc, $(tail -1 frb.time) (user, sys, KB), $(head -c 300 frb.err)"
+
 finish hostile

@@ -268,9 +268,41 @@ static ssize_t replay_read(void *ud, void *buf, size_t cap)
 }
 
 #define DUMPS_MAX_JSON (64u << 20)
+#define DUMPS_JSON_VALUES 1000000u /* values of a JSON dump parsed (~96 MiB of tree); a real dump of
+                                    * 2,000 entries with their frames holds ~300,000 */
+
+/* How many values JSON text holds (an upper bound: separators and openers outside strings, plus one). */
+static size_t json_values(const unsigned char *p, size_t n)
+{
+    size_t v = 1;
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == ',' || c == '[' || c == '{') {
+            v++;
+        }
+    }
+    return v;
+}
 
 static oomscan_status read_json(const unsigned char *buf, size_t n, const scan_source *src, dumps_acc *acc, char **why)
 {
+    /* The tree cJSON builds costs ~96 bytes a value however few bytes the value took ("0," is two):
+     * 64 KB of gzip decoding to 64 MiB of them asked for 1.75 GB. Counted first, and refused past
+     * the budget, whatever the compression. */
+    size_t values = json_values(buf, n);
+    if (values > DUMPS_JSON_VALUES) {
+        *why = dumps_strf("flight recorder JSON of %zu values: more than the %u this reader builds (%u MiB)", values,
+                          DUMPS_JSON_VALUES, (unsigned)((DUMPS_JSON_VALUES * 96ull) >> 20));
+        return *why ? OOMSCAN_OK : OOMSCAN_ERR_NOMEM;
+    }
     cJSON *doc = cJSON_ParseWithLength((const char *)buf, n);
     if (!doc) {
         *why = dumps_strf("flight recorder JSON does not parse");

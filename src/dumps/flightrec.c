@@ -148,19 +148,25 @@ static int summarise_entry(const cJSON *e, cJSON *pgs, strmap *idx)
     if (sz)
         cJSON_AddStringToObject(op, "sizes", sz);
     free(sz);
-    cJSON_AddNumberToObject(op, "time_ns", dumps_numk(e, "time_created_ns", 0));
-    cJSON_AddNumberToObject(op, "timeout_ms", dumps_numk(e, "timeout_ms", 0));
-    cJSON *fr = cJSON_AddArrayToObject(op, "frames");
+    /* what is absent reads as 0 or none: a dump naming 40,000 groups keeps 40,000 of these */
+    double ns = dumps_numk(e, "time_created_ns", 0), to = dumps_numk(e, "timeout_ms", 0);
+    if (ns != 0)
+        cJSON_AddNumberToObject(op, "time_ns", ns);
+    if (to != 0)
+        cJSON_AddNumberToObject(op, "timeout_ms", to);
     const cJSON *f;
+    cJSON *fr = NULL;
     int nf = 0;
     cJSON_ArrayForEach(f, dumps_arr(e, "frames"))
     {
         if (nf >= FR_FRAMES_KEPT)
             break;
         cJSON *c = frame_copy(f);
-        if (c) {
+        if (c && (fr || (fr = cJSON_AddArrayToObject(op, "frames")))) {
             cJSON_AddItemToArray(fr, c);
             nf++;
+        } else {
+            cJSON_Delete(c);
         }
     }
     return 0;
@@ -196,7 +202,11 @@ int flightrec_summarise(const cJSON *dump, const scan_source *src, struct dumps_
         goto done;
     /* collectives from the entries, in record order */
     const cJSON *e;
-    cJSON_ArrayForEach(e, dumps_arr(dump, "entries")) if (summarise_entry(e, pgs, idx) != 0) goto done;
+    cJSON_ArrayForEach(e, dumps_arr(dump, "entries"))
+    {
+        if (summarise_entry(e, pgs, idx) != 0)
+            goto done;
+    }
     /* pg_status (2.3+) says it directly, and also for groups whose entries the ring buffer lost */
     const cJSON *ps;
     cJSON_ArrayForEach(ps, dumps_obj(dump, "pg_status"))
@@ -216,7 +226,11 @@ int flightrec_summarise(const cJSON *dump, const scan_source *src, struct dumps_
     }
     /* members of each group, from pg_config (keyed by name) */
     const cJSON *pc;
-    cJSON_ArrayForEach(pc, dumps_obj(dump, "pg_config")) if (strmap_put(cfg, pc->string, (void *)pc) != 0) goto done;
+    cJSON_ArrayForEach(pc, dumps_obj(dump, "pg_config"))
+    {
+        if (strmap_put(cfg, pc->string, (void *)pc) != 0)
+            goto done;
+    }
     cJSON *pg;
     cJSON_ArrayForEach(pg, pgs)
     {
@@ -514,7 +528,11 @@ int flightrec_finish(struct dumps_acc *acc, const pdb *db, story *st)
         if (!(c.pgs[i] = strmap_new()))
             rc = -1;
         const cJSON *pg;
-        cJSON_ArrayForEach(pg, get(c.dumps[i], "pgs")) if (rc == 0 && strmap_put(c.pgs[i], pg->string, (void *)pg) != 0) rc = -1;
+        cJSON_ArrayForEach(pg, get(c.dumps[i], "pgs"))
+        {
+            if (rc == 0 && strmap_put(c.pgs[i], pg->string, (void *)pg) != 0)
+                rc = -1;
+        }
     }
     /* each process group once, in the order the dumps name them */
     for (size_t i = 0; i < c.n && rc == 0; i++) {

@@ -253,13 +253,14 @@ static int expand(strvec *out, const char *path, int depth)
             continue;
         }
         struct stat lb;
-        if (lstat(child, &lb) == 0 && S_ISLNK(lb.st_mode) && stat(child, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        int looked = lstat(child, &lb) == 0, lerr = looked ? 0 : errno;
+        if (looked && S_ISLNK(lb.st_mode) && stat(child, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             free(child);
             continue;
         }
-        if (lstat(child, &lb) == 0 && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
+        if (looked && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
             rc = expand(out, child, depth + 1);
-        else if (errno != ENOENT) /* longer than PATH_MAX, say: listed with its reason, never skipped in silence */
+        else if (!looked && lerr != ENOENT) /* past PATH_MAX, say: listed with its reason, not skipped in silence */
             rc = vec_push(out, child);
         free(child);
     }
