@@ -159,5 +159,25 @@ scenario_zsh_oom_kill() {
   rmdir "$cg" 2>/dev/null || true
 }
 
+# A job of two nodes whose second node never starts: torchrun on the one node waits for it at the
+# rendezvous, with short timeouts so the job fails in seconds. With c10d's dynamic rendezvous the agent
+# gives up after join_timeout (RendezvousTimeoutError); with the static one (--master_addr, the default)
+# node 1 waits for node 0's store, which is never started, and its client socket times out.
+rendezvous_job() {
+  out=$1; shift
+  REALJOBS_OUT=$out timeout 120 "$TORCHRUN" --nnodes 2 --nproc_per_node 2 "$@" --redirects 1 --tee 2 \
+    --log_dir "$out/logs" "$here/train.py" none > "$out/torchrun.out" 2>&1
+  echo "torchrun exit $?" > "$out/exit-status"
+}
+
+scenario_rendezvous_timeout() {      # node 0 of 2 (c10d rendezvous); node 1 never joins
+  rendezvous_job "$1" --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$(free_port)" --rdzv_id realjobs \
+    --rdzv_conf join_timeout=5,last_call_timeout=1
+}
+
+scenario_rendezvous_static_timeout() { # node 1 of 2 (static rendezvous); node 0, the store's host, never starts
+  rendezvous_job "$1" --node_rank 1 --master_addr 127.0.0.1 --master_port "$(free_port)" --rdzv_conf timeout=5
+}
+
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
-checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill"
+checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout"
