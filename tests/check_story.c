@@ -196,6 +196,29 @@ START_TEST(test_story_attempts_never_cause_each_other)
 }
 END_TEST
 
+START_TEST(test_story_kill_phase_not_from_the_launcher)
+{
+    /* the kernel killed rank 0 (its line has no phase); torchrun's summary of the kill, printed under
+     * rank 1's gloo echo through backward, was given that phase: the kill's phase is not it */
+    story *s = story_new();
+    ck_assert_ptr_nonnull(s);
+    ev_spec k = {&P_KERNEL, "Memory cgroup out of memory: Killed process 12205 (python3)", "job/dmesg.log", 40, NULL,
+                 NULL, "12205"};
+    ck_assert_int_ge(add(s, 0, &k), 0);
+    story_event ev = {.pattern = &P_LAUNCHER, .phase = PH_BACKWARD, .phase_evidence = "traceback frame run_backward",
+                      .framework = -1, .match = "exitcode  : -9 (pid: 12205)", .match_len = 27,
+                      .evidence = "exitcode  : -9 (pid: 12205)", .evidence_len = 27, .input = 1,
+                      .path = "job/torchrun.out", .line = 45, .pid = "12205", .job_id = "", .merge_into = -1};
+    ck_assert_int_ge(story_add(s, &ev), 0);
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    ck_assert_uint_eq(reported(s), 1);
+    const finding *f = find(s, &P_KERNEL, NULL);
+    ck_assert_int_lt(f->joined_into, 0);
+    ck_assert_int_eq(f->phase, PH_UNKNOWN);
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_jobs_never_share_a_cause)
 {
     /* slurm-1001.out ran out of memory; slurm-1002.out, another job, timed out on its own */
@@ -677,6 +700,7 @@ int main(void)
     tcase_add_test(tc, test_story_run_folder_from_the_name);
     tcase_add_test(tc, test_story_runs_without_ids_stay_apart);
     tcase_add_test(tc, test_story_attempts_never_cause_each_other);
+    tcase_add_test(tc, test_story_kill_phase_not_from_the_launcher);
     tcase_add_test(tc, test_story_cause_independent_of_input_order);
     tcase_add_test(tc, test_story_no_consequence_of_a_later_line);
     tcase_add_test(tc, test_story_order_unknown_across_sources_is_said);

@@ -1118,7 +1118,10 @@ static void join(story *s, long p, long o)
         set_add(&fp->ranks, fo->ranks.items[k]);
     for (size_t k = 0; k < fo->hosts.n; k++)
         set_add(&fp->hosts, fo->hosts.items[k]);
-    if (fp->phase == PH_UNKNOWN && fo->phase != PH_UNKNOWN) {
+    /* A supervisor's report (torchrun's summary of a killed worker) has the phase of the console it is
+     * printed in, whose last traceback is often another rank's echo: a kill's phase comes from the
+     * victim's own lines, or stays unknown (issue 31). */
+    if (fp->phase == PH_UNKNOWN && fo->phase != PH_UNKNOWN && strcmp(finding_kind(fo), "launcher") != 0) {
         /* the phase only: the group (and so the id) stays that of the reported window */
         char *ev = fo->phase_evidence ? strdup(fo->phase_evidence) : NULL;
         if (!fo->phase_evidence || ev) {

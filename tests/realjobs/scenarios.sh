@@ -140,6 +140,14 @@ scenario_cgroup_oom_kill() {
   rmdir "$cg" 2>/dev/null || true
 }
 
+# The same kill of rank 0: rank 1, waiting in the gradient all-reduce, echoes it through gloo with a
+# traceback through backward; the victim itself printed nothing about a phase (issue 31: the kill took
+# its phase from rank 1's echo).
+scenario_cgroup_oom_kill_rank0() {
+  export REALJOBS_FAIL_RANK=0
+  scenario_cgroup_oom_kill "$@"
+}
+
 # A person at a shell, not a launcher: an interactive zsh (on a terminal that `script` records) runs
 # train.py as one process, which moves itself into the 256 MiB cgroup and is OOM-killed there. zsh's own
 # report of the kill ("zsh: killed     <command>") and the kernel's lines are the windows.
@@ -180,4 +188,5 @@ scenario_rendezvous_static_timeout() { # node 1 of 2 (static rendezvous); node 0
 }
 
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
-checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout"
+checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout
+cgroup_oom_kill_rank0"
