@@ -235,8 +235,9 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
 static void stream_key(const line_ctx *x, const scan_source *src, char *key, size_t cap)
 {
     /* keys are short ids; cut them rather than warn: a collision only merges two tracebacks */
-    const char *id = x->rank[0] ? x->rank : x->pid[0] ? x->pid : src->rank;
-    char kind = x->rank[0] ? 'r' : x->pid[0] ? 'p' : 'r';
+    /* torchrun's [default3]: names a local rank: that worker's own stream too */
+    const char *id = x->rank[0] ? x->rank : x->local_rank[0] ? x->local_rank : x->pid[0] ? x->pid : src->rank;
+    char kind = x->rank[0] ? 'r' : x->local_rank[0] ? 'l' : x->pid[0] ? 'p' : 'r';
     if (!id[0] || cap < 3) {
         key[0] = '\0';
         return;
@@ -684,7 +685,17 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         oom_clauses(c, v, li, text, text_len, mem);
 
     phase_answer ans;
-    phase_decide_class(c->ps, li->key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, &ans);
+    /* A supervisor's report of one worker (torchrun's "failed (exitcode: 1) local_rank: 0") has that
+     * worker's phase: its own lines' ([default0]:), not the console's last traceback, which is often
+     * another rank's echo (issue 31) */
+    char wkey[24];
+    const char *key = li->key;
+    const cJSON *lr = cJSON_GetObjectItemCaseSensitive(mem, "local_rank");
+    if (!key[0] && p->cls == CLS_CHILD_FAILED && cJSON_IsNumber(lr)) {
+        snprintf(wkey, sizeof wkey, "l%.0f", lr->valuedouble);
+        key = wkey;
+    }
+    phase_decide_class(c->ps, key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, &ans);
     /* Job id stated by the message itself (slurmstepd's StepId=1234.0) beats the file name. */
     char job[32];
     snprintf(job, sizeof job, "%s", c->src->job_id);

@@ -1167,6 +1167,33 @@ static void join_windows(story *s, long head)
         }
 }
 
+/* For a gloo echo (a peer closed its socket) with no cause found: the supervisor's report of the
+ * worker that failed (torchrun's "failed (exitcode: 1) local_rank: 0"), when it is another worker than
+ * the echo's. The worker's own error had no class (a save into a read-only folder: "File ... cannot be
+ * opened."), so nothing else stands for it; one root then tells the story, with its note that the
+ * cause may be elsewhere, instead of two echoes each claiming to be one (issue 31). -1 when none. */
+static long failed_worker(const story *s, long head, long i)
+{
+    const finding *f = &s->f[i];
+    const char *backend = story_backend(f);
+    if (f->cls != CLS_NCCL_ERROR || !backend || strcmp(backend, "gloo") != 0)
+        return -1;
+    long best = -1;
+    for (long j = head; j >= 0; j = s->f[j].job_next) {
+        const finding *g = &s->f[j];
+        const cJSON *lr = cJSON_GetObjectItemCaseSensitive(g->memory, "local_rank");
+        if (j == i || g->joined_into >= 0 || g->cls != CLS_CHILD_FAILED || !cJSON_IsNumber(lr))
+            continue;
+        char named[24];
+        snprintf(named, sizeof named, "%.0f", lr->valuedouble);
+        if (strcmp(f->local_rank, named) == 0 || strcmp(f->rank, named) == 0)
+            continue; /* the echo's own worker: its exit says nothing of the peer */
+        if (best < 0 || loc_cmp_stable(&g->first, &s->f[best].first) < 0)
+            best = j;
+    }
+    return best;
+}
+
 /* A finding follows from the earliest finding of a lower echo level (in the same job) that is not
  * after it. */
 static void elect_causes(story *s, long head)
@@ -1203,6 +1230,8 @@ static void elect_causes(story *s, long head)
                     best = j;
             }
         }
+        if (best < 0)
+            best = failed_worker(s, head, i);
         if (best >= 0) {
             f->is_root = 0;
             f->caused_by = best;

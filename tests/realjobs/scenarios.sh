@@ -75,6 +75,20 @@ scenario_checkpoint_disk_full() {    # rank 0 saves a 4 MiB checkpoint into a 1 
     unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
 }
 
+scenario_checkpoint_disk_full_legacy() { # the same with torch.save's legacy writer (_use_new_zipfile_serialization=False)
+  can_mount_ns || return 77
+  mkdir -p "$1/ckpt"
+  export REALJOBS_CKPT_DIR="$1/ckpt"; torchrun_job "$1" checkpoint_disk_full_legacy \
+    unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
+}
+
+scenario_checkpoint_readonly() {     # rank 0 saves into a folder mounted read-only (root ignores modes)
+  can_mount_ns || return 77
+  mkdir -p "$1/ckpt"
+  export REALJOBS_CKPT_DIR="$1/ckpt"; torchrun_job "$1" checkpoint_readonly \
+    unshare -m sh -c 'mount -t tmpfs -o ro,size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
+}
+
 # A memory cgroup of 256 MiB, v1 or v2, that rank 1 moves itself into before it fills it.
 make_memcg() {
   name=realjobs-$$-$(date +%s)
@@ -189,4 +203,4 @@ scenario_rendezvous_static_timeout() { # node 1 of 2 (static rendezvous); node 0
 
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
 checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout
-cgroup_oom_kill_rank0"
+cgroup_oom_kill_rank0 checkpoint_disk_full_legacy checkpoint_readonly"
