@@ -760,7 +760,10 @@ void story_settings_view(const story *s, const char *job, config_view *out)
     }
     long own = settings_find(s, job), shared = settings_find(s, "");
     out->own = own >= 0 ? s->settings[own] : NULL;
-    out->shared = shared >= 0 ? s->settings[shared] : NULL;
+    /* Settings read from a source naming no job (a batch script beside several jobs' outputs) are
+     * that job's only when the scan holds one job: with several, nothing ties them to this one, and
+     * another job's --mem was given as this one's current value (issue 31). */
+    out->shared = shared >= 0 && s->n_jobs <= 1 ? s->settings[shared] : NULL;
 }
 
 int story_merge(story *dst, story *src)
