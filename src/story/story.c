@@ -1242,9 +1242,9 @@ static void elect_causes(story *s, long head)
                 !same_stream(&s->f[best].first, &f->first))
                 f->note = "its cause was printed in another source, and no time stamps order the two: the "
                           "order is unknown";
-        } else {
+        } else if (f->cls != CLS_SEGFAULT) {
             f->note = "this usually follows a failure elsewhere; its cause may be in logs not given";
-        }
+        } /* a crash with nothing before it is a cause (an assert() in a custom op, issue 31) */
     }
     /* Follow chains to the root (a child_failed after a NCCL timeout after an OOM points at the OOM). */
     for (long i = head; i >= 0; i = s->f[i].job_next) {

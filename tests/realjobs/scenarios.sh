@@ -89,6 +89,12 @@ scenario_checkpoint_readonly() {     # rank 0 saves into a folder mounted read-o
     unshare -m sh -c 'mount -t tmpfs -o ro,size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
 }
 
+scenario_native_abort_forward() {    # a custom native op's assert() fails in rank 1's forward: SIGABRT
+  command -v cc > /dev/null || { echo "cannot: no C compiler (cc) to build the custom op"; return 77; }
+  cc -shared -fPIC -o "$2/native_op.so" "$here/native_op.c" || { echo "cannot: the custom op does not build"; return 77; }
+  export REALJOBS_NATIVE_OP="$2/native_op.so"; torchrun_job "$1" native_abort_forward
+}
+
 # A memory cgroup of 256 MiB, v1 or v2, that rank 1 moves itself into before it fills it.
 make_memcg() {
   name=realjobs-$$-$(date +%s)
@@ -203,4 +209,5 @@ scenario_rendezvous_static_timeout() { # node 1 of 2 (static rendezvous); node 0
 
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
 checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout
-cgroup_oom_kill_rank0 checkpoint_disk_full_legacy checkpoint_readonly"
+cgroup_oom_kill_rank0 checkpoint_disk_full_legacy checkpoint_readonly
+native_abort_forward"
