@@ -54,6 +54,7 @@ set(OOMSCAN_DATA_FILES
   remediation/nccl_error-weight_sync.json
   remediation/nccl_error.json
   remediation/nccl_timeout-checkpoint.json
+  remediation/nccl_timeout-model_init.json
   remediation/nccl_timeout-weight_sync.json
   remediation/nccl_timeout.json
   remediation/segfault.json

@@ -556,6 +556,37 @@ START_TEST(test_advice_reads_the_jobs_own_settings)
 }
 END_TEST
 
+/* A batch script beside several jobs' outputs names no job: its settings are no job's current values
+ * (the OOM-killed job was told its --mem was the healthy job's 3G, issue 31); beside one job they are
+ * that job's. */
+START_TEST(test_advice_unnamed_settings_not_lent_across_jobs)
+{
+    static pdb_pattern kill = {.id = "host_oom_kill.t", .file = "slurm.json", .cls = CLS_HOST_OOM_KILL, .engine = -1,
+                               .phase = -1};
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        story *s = story_new();
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(config_put(story_job_settings(s, ""), "num_workers", "8", "", "healthy.sbatch", 2), 0);
+        for (int j = 0; j < jobs; j++) {
+            const char *id = j ? "3" : "2", *path = j ? "slurm-3.out" : "slurm-2.out";
+            story_event ev = {.pattern = &kill, .phase = PH_UNKNOWN, .framework = -1, .match = "Killed",
+                              .match_len = 6, .evidence = "Killed", .evidence_len = 6, .input = (size_t)j,
+                              .path = path, .line = 9, .job_id = id, .merge_into = -1};
+            ck_assert_int_ge(story_add(s, &ev), 0);
+        }
+        ck_assert_int_eq(story_finish(s, ""), 0);
+        config_view v;
+        story_settings_view(s, "2", &v);
+        const config_entry *e = config_view_lookup(&v, "num_workers", "2");
+        if (jobs == 1)
+            ck_assert_msg(e && strcmp(e->value, "8") == 0, "one job: the script beside it is its own");
+        else
+            ck_assert_msg(!e, "two jobs: job 2 was lent a script nothing ties to it");
+        story_free(s);
+    }
+}
+END_TEST
+
 START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
 {
     /* the job's argparse Namespace (printed here by Python 3.11) and a kernel OOM kill of its trainer
@@ -696,6 +727,7 @@ int main(void)
     tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);
     tcase_add_test(tc, test_advice_memory_trend_orders_the_checklist);
     tcase_add_test(tc, test_advice_reads_the_jobs_own_settings);
+    tcase_add_test(tc, test_advice_unnamed_settings_not_lent_across_jobs);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
     suite_add_tcase(s, tc);
     return check_run(s);

@@ -319,7 +319,6 @@ START_TEST(test_scan_time_comes_from_last_stamped_line_even_a_marker)
      * needs one. The newest stamped line before the failure must still give its time. */
     const char *text = "2025-06-01 10:00:00 Before update_actor, step 1\n"
                        "2025-06-01 11:30:00 After update_actor, step 1\n"
-                       "After update_actor, step 2 (no stamp)\n"
                        "Killed\n";
     run_out o = run(text, strlen(text), 0);
     const finding *f = find_class(o.st, CLS_HOST_OOM_KILL);
@@ -328,17 +327,56 @@ START_TEST(test_scan_time_comes_from_last_stamped_line_even_a_marker)
     ck_assert_int_eq(f->first.time.hour, 11);
     ck_assert_int_eq(f->first.time.min, 30);
     done(&o);
+    /* a line of another record between them: the stamp is that record's, not the failure's (issue 31) */
+    const char *apart = "2025-06-01 10:00:00 Before update_actor, step 1\n"
+                        "2025-06-01 11:30:00 After update_actor, step 1\n"
+                        "After update_actor, step 2 (no stamp)\n"
+                        "Killed\n";
+    o = run(apart, strlen(apart), 0);
+    f = find_class(o.st, CLS_HOST_OOM_KILL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->first.has_time, 0);
+    done(&o);
 }
 END_TEST
 
-/* The shipped database (settings literals come from its checklists): the first CUDA OOM's time. */
+START_TEST(test_scan_stamp_stays_with_its_record)
+{
+    /* A traceback under a stamped line is that line's record: its exception takes the stamp. A stamped
+     * line that states a failure of another class is that failure's record: an OOM traceback printed
+     * right under an NCCL watchdog line is not stamped by it (the OOM then seemed to come after the
+     * timeout and made it its consequence: issue 31). */
+    const char *tb = "2025-06-01 11:30:00 Before update_actor, step 1\n"
+                     "Traceback (most recent call last):\n"
+                     "  File \"train.py\", line 9, in step\n"
+                     "MemoryError\n";
+    run_out o = scan_text(embedded_db(), tb, strlen(tb), 0, 0);
+    const finding *f = find_class(o.st, CLS_HOST_MEMORY_ERROR);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->first.has_time, 1);
+    done(&o);
+    const char *other = "[rank1]:[E1019 01:04:03.357037506 ProcessGroupNCCL.cpp:1413] [PG 3 Rank 1] Heartbeat monitor "
+                        "timed out! Process will be terminated after dumping debug info. workMetaList_.size()=121\n"
+                        "  File \"torch/distributed/distributed_c10d.py\", line 2448, in all_gather\n"
+                        "    work = default_pg.allgather([tensor_list], [tensor])\n"
+                        "MemoryError\n";
+    o = scan_text(embedded_db(), other, strlen(other), 0, 0);
+    f = find_class(o.st, CLS_HOST_MEMORY_ERROR);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->first.has_time, 0);
+    ck_assert_int_eq(find_class(o.st, CLS_NCCL_TIMEOUT)->first.has_time, 1);
+    done(&o);
+}
+END_TEST
+
+/* The shipped database (settings literals come from its checklists): the first CUDA OOM's time, -1 when
+ * it has none (the last stamp the scanner read is another record's). */
 static int oom_minute(const char *text)
 {
     run_out o = scan_text(embedded_db(), text, strlen(text), 0, 0);
     const finding *f = find_class(o.st, CLS_CUDA_OOM);
     ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(f->first.has_time, 1);
-    int m = f->first.time.hour * 60 + f->first.time.min;
+    int m = f->first.has_time ? f->first.time.hour * 60 + f->first.time.min : -1;
     done(&o);
     return m;
 }
@@ -357,13 +395,14 @@ END_TEST
 START_TEST(test_scan_settings_run_is_read_once_not_line_by_line)
 {
     /* ... and only its last line is read for one (a log echoing settings on every line has a million
-     * of them): a stamp earlier in the run is not looked for, the clock keeps the line before the run.
-     * Reading every line of the run, as before, gave 11:30. */
+     * of them): a stamp earlier in the run is not looked for, the clock keeps the line before the run,
+     * whose record the run's first line ends: no time. Reading every line of the run, as before, gave
+     * 11:30 (the indented line goes on with the stamped one's record). */
     ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
                                 "2025-06-01 11:30:00 micro_batch_size: 4\n"
                                 "  gradient_accumulation_steps: 2\n"
                                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
-                     10 * 60);
+                     -1);
 }
 END_TEST
 
@@ -371,11 +410,12 @@ START_TEST(test_scan_setting_inside_a_longer_name_is_no_hit)
 {
     /* "micro_batch_size" inside "my_micro_batch_size_total" reads no setting (config_name_whole): the
      * scanner drops it as found, so its line is no hit line, like any line without one, and its
-     * stamp is not the clock's. Kept, the line was a settings run of one and gave 11:30. */
+     * stamp is not the clock's (and 10:00 is another record's: no time). Kept, the line was a settings
+     * run of one and gave 11:30. */
     ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
                                 "2025-06-01 11:30:00 my_micro_batch_size_total: 4\n"
                                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
-                     10 * 60);
+                     -1);
     /* the same line naming the setting itself is one */
     ck_assert_int_eq(oom_minute("2025-06-01 10:00:00 Before update_actor, step 1\n"
                                 "2025-06-01 11:30:00 my.micro_batch_size: 4\n"
@@ -1132,6 +1172,7 @@ int main(void)
     tcase_add_test(tc, test_scan_count_lines_matches_scalar);
     tcase_add_test(tc, test_scan_source_names);
     tcase_add_test(tc, test_scan_time_comes_from_last_stamped_line_even_a_marker);
+    tcase_add_test(tc, test_scan_stamp_stays_with_its_record);
     tcase_add_test(tc, test_scan_reads_stamps_after_the_last_failure_only_when_asked);
     tcase_add_test(tc, test_scan_setting_inside_a_longer_name_is_no_hit);
     tcase_add_test(tc, test_scan_counts_a_framework_vote_once_per_line);

@@ -108,6 +108,117 @@ static size_t reported(const story *s)
 #define OOM_TEXT "CUDA out of memory. Tried to allocate 786.00 MiB"
 #define TIMEOUT_TEXT "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE"
 
+START_TEST(test_story_run_folder_from_the_name)
+{
+    static const struct {
+        const char *path, *member, *want;
+        int attempt;
+    } cases[] = {
+        {"a/job/logs/none_x1/attempt_1/0/stderr.log", NULL, "a/job", 1},
+        {"./a//job/torchrun.out", NULL, "a/job", -1},
+        {"exp/run3/rank2/out.log", NULL, "exp/run3", -1},
+        {"exp/run3/../run4/out.log", NULL, "exp/run4", -1},
+        {"/abs/x/gpu-node-3/y.log", NULL, "/abs/x", -1},
+        {"train.log", NULL, "", -1},
+        {"none_x1/attempt_0/1/error.json", NULL, "", 0},
+        {"runs.tar.gz", "runA/out.log", "runs.tar.gz/runA", -1},
+        {"exp/2/out.log", NULL, "exp/2", -1}, /* a numbered run is not a rank */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char out[96];
+        int attempt = 7;
+        story_run_folder(cases[k].path, cases[k].member, out, sizeof out, &attempt);
+        ck_assert_msg(strcmp(out, cases[k].want) == 0 && attempt == cases[k].attempt, "%s: %s attempt %d", cases[k].path,
+                      out, attempt);
+    }
+}
+END_TEST
+
+/* the finding of pattern p one of whose windows is path (lines of one run merge, whichever came first) */
+static const finding *find_seen(const story *s, const pdb_pattern *p, const char *path)
+{
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t k = 0; s->f[i].pattern == p && k < s->f[i].n_windows; k++)
+            if (strcmp(s->f[i].windows[k].path, path) == 0)
+                return &s->f[i];
+    ck_abort_msg("no finding of %s seen in %s", p->id, path);
+    return NULL;
+}
+
+#define GLOO_TEXT "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:38123"
+
+START_TEST(test_story_runs_without_ids_stay_apart)
+{
+    /* two torchrun runs in their own folders, no job id anywhere: runA's rank 1 ran out of memory and
+     * rank 0 echoed it; runB's rank 0 echoed the same words with no cause in its own files */
+    ev_spec evs[] = {
+        {&P_OOM, OOM_TEXT, "runs/runA/logs/none_a/attempt_0/1/stderr.log", 13},
+        {&P_GLOO, GLOO_TEXT, "runs/runA/logs/none_a/attempt_0/0/stderr.log", 13},
+        {&P_GLOO, GLOO_TEXT, "runs/runA/torchrun.out", 30},
+        {&P_GLOO, GLOO_TEXT, "runs/runB/torchrun.out", 30},
+        {&P_CHILD, "ChildFailedError", "runs/runB/torchrun.out", 60},
+    };
+    size_t fwd[] = {0, 1, 2, 3, 4}, rev[] = {4, 3, 2, 1, 0}, mid[] = {3, 0, 4, 2, 1};
+    const size_t *orders[] = {fwd, rev, mid};
+    for (int o = 0; o < 3; o++) {
+        story *s = tell(evs, 5, orders[o], "");
+        const finding *oom = find(s, &P_OOM, NULL), *ga = find_seen(s, &P_GLOO, "runs/runA/logs/none_a/attempt_0/0/stderr.log"),
+                      *gb = find_seen(s, &P_GLOO, "runs/runB/torchrun.out"), *child = find(s, &P_CHILD, NULL);
+        ck_assert_str_eq(oom->run, "runA");
+        ck_assert_str_eq(gb->run, "runB");
+        ck_assert_msg(ga != gb && strcmp(ga->id, gb->id) != 0, "order %d: two runs' echoes were one finding", o);
+        ck_assert_str_eq(cause_id(s, ga), oom->id);
+        ck_assert_msg(gb->is_root && gb->caused_by < 0, "order %d: runB's echo was given runA's OOM as cause", o);
+        ck_assert_str_ne(cause_id(s, child), oom->id);
+        ck_assert_uint_eq(s->n_jobs, 2);
+        story_free(s);
+    }
+    /* one run alone keeps its old ids: no run is named */
+    story *one = tell(evs, 3, NULL, "");
+    ck_assert_str_eq(find(one, &P_OOM, NULL)->run, "");
+    story_free(one);
+}
+END_TEST
+
+START_TEST(test_story_attempts_never_cause_each_other)
+{
+    /* torchrun restarted its workers: attempt 0's rank 1 ran out of memory; in attempt 1 rank 0 timed
+     * out on its own */
+    ev_spec evs[] = {
+        {&P_OOM, OOM_TEXT, "run/logs/none_a/attempt_0/1/stderr.log", 13},
+        {&P_TIMEOUT, TIMEOUT_TEXT, "run/logs/none_a/attempt_1/0/stderr.log", 20},
+    };
+    story *s = tell(evs, 2, NULL, "");
+    const finding *t = find(s, &P_TIMEOUT, NULL);
+    ck_assert_int_eq(t->attempt, 1);
+    ck_assert_msg(t->is_root && t->caused_by < 0, "attempt 1's timeout was given attempt 0's OOM as cause");
+    story_free(s);
+}
+END_TEST
+
+START_TEST(test_story_kill_phase_not_from_the_launcher)
+{
+    /* the kernel killed rank 0 (its line has no phase); torchrun's summary of the kill, printed under
+     * rank 1's gloo echo through backward, was given that phase: the kill's phase is not it */
+    story *s = story_new();
+    ck_assert_ptr_nonnull(s);
+    ev_spec k = {&P_KERNEL, "Memory cgroup out of memory: Killed process 12205 (python3)", "job/dmesg.log", 40, NULL,
+                 NULL, "12205"};
+    ck_assert_int_ge(add(s, 0, &k), 0);
+    story_event ev = {.pattern = &P_LAUNCHER, .phase = PH_BACKWARD, .phase_evidence = "traceback frame run_backward",
+                      .framework = -1, .match = "exitcode  : -9 (pid: 12205)", .match_len = 27,
+                      .evidence = "exitcode  : -9 (pid: 12205)", .evidence_len = 27, .input = 1,
+                      .path = "job/torchrun.out", .line = 45, .pid = "12205", .job_id = "", .merge_into = -1};
+    ck_assert_int_ge(story_add(s, &ev), 0);
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    ck_assert_uint_eq(reported(s), 1);
+    const finding *f = find(s, &P_KERNEL, NULL);
+    ck_assert_int_lt(f->joined_into, 0);
+    ck_assert_int_eq(f->phase, PH_UNKNOWN);
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_jobs_never_share_a_cause)
 {
     /* slurm-1001.out ran out of memory; slurm-1002.out, another job, timed out on its own */
@@ -586,6 +697,10 @@ int main(void)
     Suite *s = suite_create("story");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_story_jobs_never_share_a_cause);
+    tcase_add_test(tc, test_story_run_folder_from_the_name);
+    tcase_add_test(tc, test_story_runs_without_ids_stay_apart);
+    tcase_add_test(tc, test_story_attempts_never_cause_each_other);
+    tcase_add_test(tc, test_story_kill_phase_not_from_the_launcher);
     tcase_add_test(tc, test_story_cause_independent_of_input_order);
     tcase_add_test(tc, test_story_no_consequence_of_a_later_line);
     tcase_add_test(tc, test_story_order_unknown_across_sources_is_said);

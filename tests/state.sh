@@ -37,7 +37,16 @@ tail -c +$((cut2 + 1)) job.log >> grow.log
 grep -q "\"offset\":$size," s1 && ok || bad "state does not record the end of the log ($size)"
 cat run1.ndjson run2.ndjson run3.ndjson run4.ndjson > runs.ndjson
 [ -z "$(dups runs.ndjson)" ] && ok || bad "a finding was reported twice as new: $(dups runs.ndjson)"
-grep -q '"type":"update".*"changes":\["role"' runs.ndjson && ok || bad "no role update when the cause arrived"
+# The sglang timeouts are stamped, the OOM's lines are not: another record's stamp is not the OOM's
+# (issue 31), so nothing orders the timeouts after the OOM and they stay roots. A role changes when the
+# cause arrives after its echo: the NCCL error the OOM below it causes (a cut between the two).
+e=$(head -n 10 "$g/nccl-error-after-oom.log" | wc -c)
+head -c $((e + 8)) "$g/nccl-error-after-oom.log" > echo.log
+"$oomscan" --format ndjson --state s3 echo.log > echo1.ndjson
+tail -c +$((e + 9)) "$g/nccl-error-after-oom.log" >> echo.log
+"$oomscan" --format ndjson --state s3 echo.log > echo2.ndjson
+grep -q '"class":"nccl_error".*"role":"root"' echo1.ndjson && ok || bad "the NCCL error was no root before its cause"
+grep -q '"type":"update".*"changes":\["role"' echo2.ndjson && ok || bad "no role update when the cause arrived"
 grep -q '"changes":\[[^]]*"occurrences"' runs.ndjson && ok || bad "no occurrences update when the OOM repeated"
 "$oomscan" merge --format json runs.ndjson > runs.json
 findings batch.json > b.txt

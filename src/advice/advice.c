@@ -68,6 +68,19 @@ static int version_excludes(const cJSON *set, const config_view *cfg, const char
     return 0;
 }
 
+/* A command naming "<jobid>" (sacct -j <jobid>) names the job itself when the finding's job is known:
+ * a placeholder beside a known id reads as if the id were not known (issue 31). */
+static void fill_job(cJSON *set, const char *job)
+{
+    cJSON *key = cJSON_GetObjectItemCaseSensitive(set, "key");
+    const char *at = cJSON_IsString(key) && job && *job ? strstr(key->valuestring, "<jobid>") : NULL;
+    if (!at)
+        return;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - key->valuestring), key->valuestring, job, at + strlen("<jobid>"));
+    cJSON_SetValuestring(key, buf);
+}
+
 /* The settings of one framework as the user writes them, each with the job's value when the log
  * printed it; a setting whose premise the diagnosis refutes (one this PyTorch does not have) is
  * left out. */
@@ -87,6 +100,7 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
             cJSON_Delete(arr);
             return NULL;
         }
+        fill_job(set, job);
         cJSON_DeleteItemFromObjectCaseSensitive(set, "premise");
         cJSON_DeleteItemFromObjectCaseSensitive(set, "since");
         cJSON_DeleteItemFromObjectCaseSensitive(set, "before");

@@ -299,6 +299,14 @@ static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, c
             }
         }
     }
+    /* "Fatal Python error: <signal name>" is the fault handler's own line (joined into the crash it
+     * reports): it is on already. Other lines naming a signal say SIGABRT, or give its number (signo). */
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(f->memory, "signal");
+    if (f->cls == CLS_SEGFAULT && cJSON_IsString(sig) && strncmp(sig->valuestring, "SIG", 3) != 0 &&
+        !cJSON_GetObjectItemCaseSensitive(f->memory, "signo")) {
+        var(&v, "signal", "%.40s", sig->valuestring);
+        conclude(db, arr, "fault_handler_on", &v);
+    }
     /* torchelastic prints "error_file: <N/A>" when the worker wrote none. Only what the finding itself
      * carries is used (its memory, its evidence), not the job's settings: records merged from several
      * nodes (oomscan merge, --state) carry findings, not settings, and must conclude the same. */

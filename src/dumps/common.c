@@ -275,15 +275,14 @@ int dumps_finish_scan(const pdb *db, const char *text, const char *path, const c
         if (dumps_text_scan(sc, ps, &src, text, strlen(text), tmp) == OOMSCAN_OK) {
             dumps_tag(tmp, kind, time, rank, NULL, NULL, 1);
             char *group = tmp->n ? strdup(tmp->f[0].group) : NULL;
-            char job[32];
+            char job[32], ray[48];
             snprintf(job, sizeof job, "%s", tmp->n ? tmp->f[0].job_id : "");
+            snprintf(ray, sizeof ray, "%s", tmp->n ? tmp->f[0].ray_job : "");
             if (story_merge(st, tmp) == 0) {
                 rc = 0;
-                for (size_t i = 0; group && i < st->n; i++)
-                    if (strcmp(st->f[i].group, group) == 0 && strcmp(st->f[i].job_id, job) == 0) {
-                        *idx = (long)i;
-                        break;
-                    }
+                /* the finding of this job, or of this run: another run's same line is not this dump's */
+                if (group)
+                    *idx = story_find(st, group, job, ray, path, member);
             }
             free(group);
         }

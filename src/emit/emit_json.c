@@ -76,6 +76,8 @@ cJSON *emit_finding_json(const result_finding *rf)
         cJSON_AddStringToObject(o, "job", rf->job);
     else
         cJSON_AddNullToObject(o, "job");
+    if (f->run[0]) /* the run of a finding of no job, when the scan holds several (docs/taxonomy.md) */
+        cJSON_AddStringToObject(o, "run", f->run);
     cJSON_AddStringToObject(o, "role", rf->is_root ? "root" : "consequence");
     if (rf->backend)
         cJSON_AddStringToObject(o, "backend", rf->backend);

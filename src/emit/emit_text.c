@@ -305,8 +305,11 @@ oomscan_status emit_text(const result *r, int color, int verbose, unsigned width
         if (roots++)
             w(&o, "\n");
         if (byjob && rf->f->job_no != last_job) {
-            w(&o, "%sJob %s:%s\n", c_(&o, BOLD), rf->job && rf->job[0] ? E(&o, rf->job) : "(not named in the logs)",
-              c_(&o, RST));
+            if (!(rf->job && rf->job[0]) && rf->f->run[0]) /* a run of no job (docs/taxonomy.md) */
+                w(&o, "%sRun %s:%s\n", c_(&o, BOLD), E(&o, rf->f->run), c_(&o, RST));
+            else
+                w(&o, "%sJob %s:%s\n", c_(&o, BOLD), rf->job && rf->job[0] ? E(&o, rf->job) : "(not named in the logs)",
+                  c_(&o, RST));
             last_job = rf->f->job_no;
         }
         sentence(&o, rf);

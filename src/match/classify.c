@@ -60,6 +60,7 @@ typedef struct {
     size_t msg_len;
     line_ctx ctx;
     char key[24];
+    int own_time; /* the line carries its own time stamp */
 } line_info;
 
 classifier *classifier_new(const pdb *db, matcher *m)
@@ -281,8 +282,9 @@ oomscan_status classify_cheap(classifier *c, const scan_view *v, size_t lit, siz
 static void stream_key(const line_ctx *x, const scan_source *src, char *key, size_t cap)
 {
     /* keys are short ids; cut them rather than warn: a collision only merges two tracebacks */
-    const char *id = x->rank[0] ? x->rank : x->pid[0] ? x->pid : src->rank;
-    char kind = x->rank[0] ? 'r' : x->pid[0] ? 'p' : 'r';
+    /* torchrun's [default3]: names a local rank: that worker's own stream too */
+    const char *id = x->rank[0] ? x->rank : x->local_rank[0] ? x->local_rank : x->pid[0] ? x->pid : src->rank;
+    char kind = x->rank[0] ? 'r' : x->local_rank[0] ? 'l' : x->pid[0] ? 'p' : 'r';
     if (!id[0] || cap < 3) {
         key[0] = '\0';
         return;
@@ -679,10 +681,51 @@ static void burst_note(classifier *c, int cls, const char *key, uint64_t line, l
     c->bursts[slot].from_frames = from_frames || kept;
 }
 
+#define RECORD_SPAN (64u << 10) /* bytes a record (a traceback, a wrapped message) is looked back through */
+
+/* The time of a failure line: its own stamp, else the stamp of the record it is part of (the last
+ * stamped line, when every line between goes on with it), else none: a stamp lent to a later record
+ * ordered failures wrongly (an unstamped OOM took an NCCL line's stamp 70 lines above, issue 31). */
+static const timefmt *line_time(const scan_view *v, const line_info *li, const scan_clock *clock, int cls)
+{
+    if (!clock->have)
+        return NULL;
+    if (li->own_time)
+        return &clock->last;
+    if (clock->at == UINT64_MAX || (clock->cls >= 0 && clock->cls != cls))
+        return NULL;
+    const char *b = (const char *)v->buf;
+    size_t p;
+    if (clock->at < v->base) {
+        /* a resumed scan: the stamped line was the last before the cut ("\n" or "\r\n" before base) */
+        if (clock->at + 2 < v->base)
+            return NULL;
+        p = 0;
+    } else {
+        p = (size_t)(clock->at - v->base);
+        if (p >= li->start || li->start - p > RECORD_SPAN)
+            return p >= li->start ? &clock->last : NULL;
+        const char *nl = memchr(b + p, '\n', li->start - p);
+        if (!nl)
+            return &clock->last; /* the same line (a \r-separated progress line) */
+        p = (size_t)(nl - b) + 1;
+    }
+    while (p < li->start) {
+        const char *e = memchr(b + p, '\n', li->start - p);
+        size_t end = e ? (size_t)(e - b) : li->start, n = end - p;
+        if (n && b[p + n - 1] == '\r')
+            n--;
+        if (!lines_continue_record(b + p, n))
+            return NULL;
+        p = end + 1;
+    }
+    return &clock->last;
+}
+
 /* The failure the line states, as an event for the story: pattern pi matched text. The event is
  * filled field by field from the line, the source and the phase state, so this stays one function. */
 static oomscan_status add_failure(classifier *c, const scan_view *v, const line_info *li, long pi, const char *text,
-                                  size_t text_len, const scan_clock *clock)
+                                  size_t text_len, scan_clock *clock)
 {
     const pdb_pattern *p = &c->db->patterns[pi];
     size_t ms, me;
@@ -702,7 +745,17 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         oom_clauses(c, v, li, text, text_len, mem);
 
     phase_answer ans;
-    phase_decide_class(c->ps, li->key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, &ans);
+    /* A supervisor's report of one worker (torchrun's "failed (exitcode: 1) local_rank: 0") has that
+     * worker's phase: its own lines' ([default0]:), not the console's last traceback, which is often
+     * another rank's echo (issue 31) */
+    char wkey[24];
+    const char *key = li->key;
+    const cJSON *lr = cJSON_GetObjectItemCaseSensitive(mem, "local_rank");
+    if (!key[0] && p->cls == CLS_CHILD_FAILED && cJSON_IsNumber(lr)) {
+        snprintf(wkey, sizeof wkey, "l%.0f", lr->valuedouble);
+        key = wkey;
+    }
+    phase_decide_class(c->ps, key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, &ans);
     /* Job id stated by the message itself (slurmstepd's StepId=1234.0) beats the file name. */
     char job[32];
     snprintf(job, sizeof job, "%s", c->src->job_id);
@@ -738,7 +791,7 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         .member = c->src->member,
         .line = li->line,
         .offset = v->base + li->start,
-        .time = clock->have ? &clock->last : NULL,
+        .time = line_time(v, li, clock, (int)p->cls),
         .rank = x->rank[0] ? x->rank : c->src->rank,
         .local_rank = x->local_rank,
         .pid = x->pid[0] ? x->pid : c->src->pid,
@@ -750,6 +803,8 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         .merge_into = merge,
     };
     long fi = c->sink.add(c->sink.ud, &ev);
+    if (li->own_time && clock->cls < 0)
+        clock->cls = (int)p->cls; /* its record is this failure's: another class's lines take no stamp from it */
     if (c->n_fail++ == 0)
         c->fail_first = ev.offset;
     c->fail_last = ev.offset;
@@ -767,6 +822,9 @@ oomscan_status classify_line(classifier *c, const scan_view *v, size_t start, si
     if (li.ctx.time[0] && timefmt_parse(li.ctx.time, strlen(li.ctx.time), &t) == 0) {
         clock->last = t;
         clock->have = 1;
+        clock->at = v->base + end;
+        clock->cls = -1;
+        li.own_time = 1;
     }
     stream_key(&li.ctx, c->src, li.key, sizeof li.key);
     size_t cands[CLASSIFY_MAX_TARGETS], nc;

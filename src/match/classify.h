@@ -35,10 +35,13 @@ typedef struct {
     uint64_t base;
 } scan_view;
 
-/* The last time stamp seen in the source (findings carry it). */
+/* The last time stamp seen in the source, and where: a failure line without a stamp of its own takes it
+ * only when every line from that one to it goes on with the same record (lines_continue_record). */
 typedef struct {
     int have;
     timefmt last;
+    uint64_t at; /* stream offset of the stamped line's end (its terminator); UINT64_MAX when not known */
+    int cls;     /* the class of a failure the stamped line states itself, -1 none: another class's record */
 } scan_clock;
 
 /* NULL when out of memory. */

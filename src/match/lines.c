@@ -203,6 +203,41 @@ __attribute__((target("avx2"))) static size_t eol_avx2(const unsigned char *b, s
 }
 #endif
 
+int lines_continue_record(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (n && s[0] == '[') {
+        /* [default0]:, [rank3]: , [1,0]<stderr>: */
+        size_t c = 1;
+        while (c < n && c < 48 && s[c] != ']')
+            c++;
+        if (c < n && s[c] == ']') {
+            size_t k = c + 1;
+            if (k < n && s[k] == '<')
+                while (k < n && k < c + 12 && s[k] != '>')
+                    k++;
+            if (k < n && s[k] == '>')
+                k++;
+            if (k < n && s[k] == ':') {
+                i = k + 1;
+                if (i + 1 < n && s[i] == ' ' && s[i + 1] != ' ' && s[i + 1] != '\t')
+                    i++; /* torch's "[rank3]: " puts one space after its prefix */
+            }
+        }
+    } else if (n && s[0] == '(') {
+        /* Ray: "(WorkerDict pid=1234, ip=10.0.0.1) " */
+        size_t c = 1;
+        while (c < n && c < 96 && s[c] != ')')
+            c++;
+        if (c + 1 < n && s[c] == ')' && s[c + 1] == ' ')
+            i = c + 2;
+    }
+    if (i >= n)
+        return 0;
+    static const char tb[] = "Traceback (most recent call last)";
+    return s[i] == ' ' || s[i] == '\t' || (n - i >= sizeof tb - 1 && memcmp(s + i, tb, sizeof tb - 1) == 0);
+}
+
 size_t lines_eol(const unsigned char *b, size_t pos, size_t hi)
 {
     size_t i = pos;

@@ -33,6 +33,12 @@ void lines_use_avx2(int on);
 int lines_parse_frame(const char *msg, size_t n, const char **path, size_t *path_len, const char **func,
                       size_t *func_len);
 
+/* 1 if line s[0..n) goes on with the record above it rather than starting one: a traceback's header
+ * or an indented line (its frames, a wrapped message), after the prefix a launcher puts on every line
+ * ([default0]:, [rank3]: , [1,0]<stderr>:, Ray's "(pid=42) "). A time stamp belongs to its line and
+ * to the lines that go on with it, never to a later record (issue 31). */
+int lines_continue_record(const char *s, size_t n);
+
 /* Copy in[0..n) into out (cap bytes) as valid UTF-8 without control characters (NUL and binary
  * junk become '?'), trailing spaces dropped. Returns the length written. */
 size_t lines_sanitize(const char *in, size_t n, char *out, size_t cap);

@@ -412,6 +412,8 @@ static void resolve_deferred_time(scanner *sc)
         if (stamp && stamp != &no_stamp) {
             sc->clock.last = *stamp;
             sc->clock.have = 1;
+            sc->clock.at = sc->base + sc->deferred[sc->n_deferred].end;
+            sc->clock.cls = -1;
             break;
         }
     }
@@ -1156,6 +1158,8 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     sc->lines_before = src->base_line;
     sc->n_split = sc->n_ahead = 0;
     sc->clock.have = src->time0 != NULL;
+    sc->clock.at = src->time0 ? src->time0_end : UINT64_MAX; /* where the resumed clock's line ended */
+    sc->clock.cls = -1;
     if (src->time0)
         sc->clock.last = *src->time0;
     classifier_begin(sc->cl, src, ps, sink);
@@ -1225,6 +1229,7 @@ oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan
     res->reads_ahead = sc->n_ahead;
     res->have_time = sc->clock.have;
     res->last_time = sc->clock.last;
+    res->last_time_end = sc->clock.at;
     if (!sc->status && sc->cl)
         sc->status = classify_end(sc->cl);
     return sc->status;

@@ -53,6 +53,7 @@ typedef struct {
     int have_time;  /* last_time holds the last stamp seen (to resume after this source); read to the
                      * source's end only with scan_source.keep_time, else up to its last failure */
     timefmt last_time;
+    uint64_t last_time_end; /* stream offset of the end of last_time's line (source.h time0_end) */
 } scan_result;
 
 scanner *scanner_new(const pdb *db);

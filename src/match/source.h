@@ -23,6 +23,8 @@ typedef struct {
     /* Resuming part-way (stream.c, state.c); all zero for a whole source. */
     uint64_t base_offset, base_line; /* stream offset and lines before the first byte read */
     const timefmt *time0; /* the last stamp seen before base_offset, or NULL */
+    uint64_t time0_end;   /* stream offset of the end of time0's line: it is lent past the cut only to a
+                           * record that line begins (classify.c) */
     int eager;          /* a live stream: scan after every read instead of filling a large chunk */
     int decoder_thread; /* its bytes are decoded in a thread of their own (input_source_info): that
                          * thread takes a core the scanner's helper would otherwise have */

@@ -509,6 +509,7 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
         src.base_offset = start;
         src.base_line = line0;
         src.time0 = ctx_res.have_time ? &ctx_res.last_time : NULL;
+        src.time0_end = ctx_res.last_time_end;
         rd.pos = start;
         rd.end = end;
         rd.err[0] = '\0';

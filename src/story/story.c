@@ -99,11 +99,88 @@ static int is_ray_job(const char *r)
     return n == 8 && !r[8];
 }
 
+/* A folder that names one rank or node of a run (rank3, rank_3, worker-2, node12, gpu-node-3): its
+ * run is the folder holding it. A bare number is not one: runs are numbered folders as often. */
+static int names_member(const char *c, size_t n)
+{
+    static const char *const words[] = {"rank", "worker", "node"};
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        size_t wl = strlen(words[w]);
+        if (n <= wl || strncmp(c, words[w], wl) != 0)
+            continue;
+        size_t k = wl + (c[wl] == '-' || c[wl] == '_');
+        while (k < n && isdigit((unsigned char)c[k]))
+            k++;
+        if (k == n && isdigit((unsigned char)c[n - 1]))
+            return 1;
+    }
+    for (size_t k = 0; k + 5 <= n; k++)
+        if (memcmp(c + k, "-node", 5) == 0)
+            return 1;
+    return 0;
+}
+
+void story_run_folder(const char *path, const char *member, char *out, size_t cap, int *attempt)
+{
+    char name[1024];
+    snprintf(name, sizeof name, "%s%s%s", path ? path : "", member ? "/" : "", member ? member : "");
+    const char *comp[64];
+    size_t len[64], n = 0;
+    if (attempt)
+        *attempt = -1;
+    /* the folders of the name (its last part is the file), without "." and with ".." applied */
+    for (const char *c = name;;) {
+        while (*c == '/')
+            c++;
+        const char *e = strchr(c, '/');
+        if (!e)
+            break;
+        size_t l = (size_t)(e - c);
+        if (l == 2 && c[0] == '.' && c[1] == '.' && n > 0 && !(len[n - 1] == 2 && memcmp(comp[n - 1], "..", 2) == 0))
+            n--;
+        else if (!(l == 1 && c[0] == '.') && n < 64)
+            comp[n] = c, len[n] = l, n++;
+        c = e;
+    }
+    /* torchrun's log tree: <log dir>/<run id>/attempt_<n>/<local rank>/{stdout,stderr}.log, error.json;
+     * the run's folder is the one holding the log dir (its console output beside it) */
+    for (size_t i = n; i-- > 0;)
+        if (len[i] > 8 && memcmp(comp[i], "attempt_", 8) == 0 && isdigit((unsigned char)comp[i][8]) && i >= 1) {
+            size_t k = 8;
+            while (k < len[i] && isdigit((unsigned char)comp[i][k]))
+                k++;
+            if (k != len[i])
+                continue;
+            if (attempt)
+                *attempt = atoi(comp[i] + 8);
+            n = i >= 2 ? i - 2 : 0;
+            break;
+        }
+    while (n > 0 && names_member(comp[n - 1], len[n - 1]))
+        n--;
+    size_t o = 0;
+    if (cap == 0)
+        return;
+    if (name[0] == '/' && o + 1 < cap)
+        out[o++] = '/';
+    for (size_t i = 0; i < n; i++) {
+        if (i && o + 1 < cap)
+            out[o++] = '/';
+        size_t l = len[i] < cap - 1 - o ? len[i] : cap - 1 - o;
+        memcpy(out + o, comp[i], l);
+        o += l;
+    }
+    out[o] = '\0';
+}
+
 /* The job lines are grouped under before story_finish decides each finding's job: the job the source
  * states, else a Ray worker log's job id, so that two Ray jobs printing the same line stay two findings
  * (findings are per job). When they turn out to be one job (one Ray job in the scan, --job-id), their
- * ids are equal and story_finish joins them. buf holds the Ray form. */
-static const char *group_job(const char *job_id, const char *ray_job, char *buf, size_t cap)
+ * ids are equal and story_finish joins them. A source naming no job is grouped under its run folder
+ * (story_run_folder), so that the same line in two runs stays two findings until story_finish decides
+ * whether they are two runs. buf holds the Ray and folder forms. */
+static const char *group_job(const char *job_id, const char *ray_job, const char *path, const char *member, char *buf,
+                             size_t cap)
 {
     if (job_id && *job_id)
         return job_id;
@@ -111,10 +188,14 @@ static const char *group_job(const char *job_id, const char *ray_job, char *buf,
         snprintf(buf, cap, "ray:%s", ray_job);
         return buf;
     }
-    return "";
+    if (cap < 5)
+        return "";
+    memcpy(buf, "dir:", 4);
+    story_run_folder(path, member, buf + 4, cap - 4, NULL);
+    return buf;
 }
 
-#define GROUP_JOB_CAP 64
+#define GROUP_JOB_CAP 1100
 
 static uint64_t group_hash(const char *group, const char *job)
 {
@@ -125,7 +206,7 @@ static uint64_t group_hash(const char *group, const char *job)
 static uint64_t finding_ghash(const finding *f)
 {
     char buf[GROUP_JOB_CAP];
-    return group_hash(f->group, group_job(f->job_id, f->ray_job, buf, sizeof buf));
+    return group_hash(f->group, group_job(f->job_id, f->ray_job, f->first.path, f->first.member, buf, sizeof buf));
 }
 
 /* ---- the index by group and job: chained through hnext, so a finding is found in O(1) ---------- */
@@ -179,7 +260,7 @@ static long index_find(const story *s, uint64_t h, const char *group, const char
     for (long i = s->bucket[h & (s->n_bucket - 1)]; i >= 0; i = s->f[i].hnext) {
         char buf[GROUP_JOB_CAP];
         if (s->f[i].ghash == h && strcmp(s->f[i].group, group) == 0 &&
-            strcmp(group_job(s->f[i].job_id, s->f[i].ray_job, buf, sizeof buf), job) == 0)
+            strcmp(group_job(s->f[i].job_id, s->f[i].ray_job, s->f[i].first.path, s->f[i].first.member, buf, sizeof buf), job) == 0)
             return i;
     }
     return -1;
@@ -508,7 +589,7 @@ long story_add(story *s, const story_event *ev)
             return -1;
         }
         char gbuf[GROUP_JOB_CAP];
-        const char *gjob = group_job(ev->job_id, ev->ray_job, gbuf, sizeof gbuf);
+        const char *gjob = group_job(ev->job_id, ev->ray_job, ev->path, ev->member, gbuf, sizeof gbuf);
         idx = index_find(s, group_hash(group, gjob), group, gjob);
     }
     if (idx < 0) {
@@ -610,6 +691,16 @@ long story_add(story *s, const story_event *ev)
     return idx;
 }
 
+long story_find(story *s, const char *group, const char *job_id, const char *ray_job, const char *path,
+                const char *member)
+{
+    if (index_sync(s) != 0)
+        return -1;
+    char gbuf[GROUP_JOB_CAP];
+    const char *gjob = group_job(job_id, ray_job, path, member, gbuf, sizeof gbuf);
+    return index_find(s, group_hash(group, gjob), group, gjob);
+}
+
 #define SETTINGS_BUCKETS 1024
 
 static long settings_find(const story *s, const char *job)
@@ -674,7 +765,10 @@ void story_settings_view(const story *s, const char *job, config_view *out)
     }
     long own = settings_find(s, job), shared = settings_find(s, "");
     out->own = own >= 0 ? s->settings[own] : NULL;
-    out->shared = shared >= 0 ? s->settings[shared] : NULL;
+    /* Settings read from a source naming no job (a batch script beside several jobs' outputs) are
+     * that job's only when the scan holds one job: with several, nothing ties them to this one, and
+     * another job's --mem was given as this one's current value (issue 31). */
+    out->shared = shared >= 0 && s->n_jobs <= 1 ? s->settings[shared] : NULL;
 }
 
 int story_merge(story *dst, story *src)
@@ -699,7 +793,7 @@ int story_merge(story *dst, story *src)
         if (index_sync(dst) != 0)
             return -1;
         char gbuf[GROUP_JOB_CAP];
-        long jj = index_find(dst, sf->ghash, sf->group, group_job(sf->job_id, sf->ray_job, gbuf, sizeof gbuf));
+        long jj = index_find(dst, sf->ghash, sf->group, group_job(sf->job_id, sf->ray_job, sf->first.path, sf->first.member, gbuf, sizeof gbuf));
         size_t j = jj < 0 ? dst->n : (size_t)jj;
         if (jj < 0) {
             if (dst->max_findings && dst->n >= dst->max_findings) {
@@ -866,7 +960,14 @@ static int eq_stream(const story *s, long i, const void *key)
     return same_str(a->path, b->path) && same_str(a->member, b->member);
 }
 
-static int eq_job(const story *s, long i, const void *key) { return strcmp(s->f[i].job, key) == 0; }
+/* one story per job, and per run among findings of no job */
+static int eq_job(const story *s, long i, const void *key)
+{
+    const finding *k = key;
+    return strcmp(s->f[i].job, k->job) == 0 && strcmp(s->f[i].run, k->run) == 0;
+}
+
+static uint64_t job_hash(const finding *f) { return fnv1a(f->run, fnv1a("\x1f", fnv1a(f->job, FNV_BASIS))); }
 
 static int eq_id(const story *s, long i, const void *key) { return strcmp(s->f[i].id, key) == 0; }
 
@@ -1025,7 +1126,10 @@ static void join(story *s, long p, long o)
         set_add(&fp->ranks, fo->ranks.items[k]);
     for (size_t k = 0; k < fo->hosts.n; k++)
         set_add(&fp->hosts, fo->hosts.items[k]);
-    if (fp->phase == PH_UNKNOWN && fo->phase != PH_UNKNOWN) {
+    /* A supervisor's report (torchrun's summary of a killed worker) has the phase of the console it is
+     * printed in, whose last traceback is often another rank's echo: a kill's phase comes from the
+     * victim's own lines, or stays unknown (issue 31). */
+    if (fp->phase == PH_UNKNOWN && fo->phase != PH_UNKNOWN && strcmp(finding_kind(fo), "launcher") != 0) {
         /* the phase only: the group (and so the id) stays that of the reported window */
         char *ev = fo->phase_evidence ? strdup(fo->phase_evidence) : NULL;
         if (!fo->phase_evidence || ev) {
@@ -1071,6 +1175,33 @@ static void join_windows(story *s, long head)
         }
 }
 
+/* For a gloo echo (a peer closed its socket) with no cause found: the supervisor's report of the
+ * worker that failed (torchrun's "failed (exitcode: 1) local_rank: 0"), when it is another worker than
+ * the echo's. The worker's own error had no class (a save into a read-only folder: "File ... cannot be
+ * opened."), so nothing else stands for it; one root then tells the story, with its note that the
+ * cause may be elsewhere, instead of two echoes each claiming to be one (issue 31). -1 when none. */
+static long failed_worker(const story *s, long head, long i)
+{
+    const finding *f = &s->f[i];
+    const char *backend = story_backend(f);
+    if (f->cls != CLS_NCCL_ERROR || !backend || strcmp(backend, "gloo") != 0)
+        return -1;
+    long best = -1;
+    for (long j = head; j >= 0; j = s->f[j].job_next) {
+        const finding *g = &s->f[j];
+        const cJSON *lr = cJSON_GetObjectItemCaseSensitive(g->memory, "local_rank");
+        if (j == i || g->joined_into >= 0 || g->cls != CLS_CHILD_FAILED || !cJSON_IsNumber(lr))
+            continue;
+        char named[24];
+        snprintf(named, sizeof named, "%.0f", lr->valuedouble);
+        if (strcmp(f->local_rank, named) == 0 || strcmp(f->rank, named) == 0)
+            continue; /* the echo's own worker: its exit says nothing of the peer */
+        if (best < 0 || loc_cmp_stable(&g->first, &s->f[best].first) < 0)
+            best = j;
+    }
+    return best;
+}
+
 /* A finding follows from the earliest finding of a lower echo level (in the same job) that is not
  * after it. */
 static void elect_causes(story *s, long head)
@@ -1084,6 +1215,9 @@ static void elect_causes(story *s, long head)
         for (long j = head; j >= 0; j = s->f[j].job_next) {
             const finding *g = &s->f[j];
             if (j == i || g->joined_into >= 0 || echo_level(g) >= lvl)
+                continue;
+            /* a restart's attempt starts afresh: the last attempt's failure is not this one's cause */
+            if (f->attempt >= 0 && g->attempt >= 0 && f->attempt != g->attempt)
                 continue;
             /* A launcher kills the siblings first and reports the dead child after, in the same second. */
             int c = time_cmp_slack(&g->first, &f->first, 1.0);
@@ -1104,6 +1238,8 @@ static void elect_causes(story *s, long head)
                     best = j;
             }
         }
+        if (best < 0)
+            best = failed_worker(s, head, i);
         if (best >= 0) {
             f->is_root = 0;
             f->caused_by = best;
@@ -1111,9 +1247,9 @@ static void elect_causes(story *s, long head)
                 !same_stream(&s->f[best].first, &f->first))
                 f->note = "its cause was printed in another source, and no time stamps order the two: the "
                           "order is unknown";
-        } else {
+        } else if (f->cls != CLS_SEGFAULT) {
             f->note = "this usually follows a failure elsewhere; its cause may be in logs not given";
-        }
+        } /* a crash with nothing before it is a cause (an assert() in a custom op, issue 31) */
     }
     /* Follow chains to the root (a child_failed after a NCCL timeout after an OOM points at the OOM). */
     for (long i = head; i >= 0; i = s->f[i].job_next) {
@@ -1122,6 +1258,120 @@ static void elect_causes(story *s, long head)
             c = s->f[c].caused_by;
         s->f[i].caused_by = c;
     }
+}
+
+static const story *runs_ctx;
+
+static int run_cmp(const void *a, const void *b)
+{
+    return strcmp(runs_ctx->f[*(const size_t *)a].run, runs_ctx->f[*(const size_t *)b].run);
+}
+
+/* The runs of the findings of no job (docs/taxonomy.md, "Runs"): each source's run folder
+ * (story_run_folder), taken up to the outermost run folder holding it; two of them or more (neither
+ * holding the other) are runs apart, each named by its folder below the folder they share. A folder that
+ * holds a log of its own and other run folders too is one run with them (nothing says which run its log
+ * is of). Sets f->run ("" when the scan holds one run or less) and f->attempt. */
+static int assign_runs(story *s)
+{
+    size_t *idx = malloc((s->n + 1) * sizeof *idx), m = 0;
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < s->n; i++) {
+        finding *f = &s->f[i];
+        story_run_folder(f->first.path, f->first.member, f->run, sizeof f->run, &f->attempt);
+        for (size_t k = 0; f->attempt < 0 && k < f->n_windows; k++) {
+            char tmp[8];
+            story_run_folder(f->windows[k].path, f->windows[k].member, tmp, sizeof tmp, &f->attempt);
+        }
+        if (!f->job[0])
+            idx[m++] = i;
+        else
+            f->run[0] = '\0';
+    }
+    runs_ctx = s;
+    if (m > 1)
+        qsort(idx, m, sizeof *idx, run_cmp);
+    runs_ctx = NULL;
+    /* the distinct folders, sorted: each is taken up to the outermost of them that holds it */
+    size_t *dist = malloc((m + 1) * sizeof *dist), nd = 0;
+    char (*top)[sizeof s->f[0].run] = malloc((m + 1) * sizeof *top);
+    if (!dist || !top) {
+        free(idx);
+        free(dist);
+        free(top);
+        return -1;
+    }
+    size_t *which = malloc((m + 1) * sizeof *which);
+    if (!which) {
+        free(idx);
+        free(dist);
+        free(top);
+        return -1;
+    }
+    for (size_t k = 0; k < m; k++) {
+        if (nd == 0 || strcmp(s->f[idx[k]].run, s->f[dist[nd - 1]].run) != 0)
+            dist[nd++] = idx[k];
+        which[k] = nd - 1;
+    }
+    for (size_t d = 0; d < nd; d++) {
+        const char *r = s->f[dist[d]].run;
+        size_t best = strlen(r);
+        /* every folder above r, outermost first: the first one that is a run folder too wins */
+        for (size_t l = 0; l < best; l++) {
+            if (!(l == 0 || r[l] == '/'))
+                continue;
+            size_t cut = l == 0 && r[0] == '/' ? 1 : l;
+            size_t lo = 0, hi = nd;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                const char *x = s->f[dist[mid]].run;
+                int c = strncmp(x, r, cut);
+                if (c == 0)
+                    c = x[cut] ? 1 : 0;
+                if (c < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < nd && strlen(s->f[dist[lo]].run) == cut && strncmp(s->f[dist[lo]].run, r, cut) == 0) {
+                best = cut;
+                break;
+            }
+        }
+        snprintf(top[d], sizeof *top, "%.*s", (int)best, r);
+    }
+    /* the runs apart (two or more), and the folder they share */
+    size_t nruns = nd > 0, shared = nd > 0 ? strlen(top[0]) : 0;
+    const char *first = nd > 0 ? top[0] : "";
+    for (size_t d = 1; d < nd; d++) {
+        if (strcmp(top[d], first) != 0)
+            nruns = 2;
+        size_t l = 0;
+        while (l < shared && first[l] == top[d][l])
+            l++;
+        shared = l;
+    }
+    /* cut the shared part back to a whole folder */
+    if (nruns > 1)
+        while (shared > 0 && first[shared] != '/' && first[shared] != '\0')
+            shared--;
+    for (size_t k = 0; k < m; k++) {
+        finding *f = &s->f[idx[k]];
+        if (nruns < 2) {
+            f->run[0] = '\0';
+            continue;
+        }
+        const char *r = top[which[k]] + shared;
+        while (*r == '/')
+            r++;
+        snprintf(f->run, sizeof f->run, "%s", *r ? r : ".");
+    }
+    free(idx);
+    free(which);
+    free(dist);
+    free(top);
+    return 0;
 }
 
 int story_finish(story *s, const char *job_id)
@@ -1178,15 +1428,22 @@ int story_finish(story *s, const char *job_id)
             job = *v >= 0 ? s->f[*v].job_id : rays > 1 && is_ray_job(f->ray_job) ? f->ray_job : (job_id ? job_id : "");
         }
         snprintf(f->job, sizeof f->job, "%.*s", (int)sizeof f->job - 1, job);
+    }
+    if (assign_runs(s) != 0)
+        goto out;
+    for (size_t i = 0; i < s->n; i++) {
+        finding *f = &s->f[i];
         uint64_t h = FNV_BASIS;
         h = fnv1a(tax_class_name(f->cls), h);
         h = fnv1a("|", h);
         h = fnv1a(f->group, h); /* pattern id, phase, masked message */
         h = fnv1a("|", h);
         h = fnv1a(f->job, h);
+        if (f->run[0]) /* (a scan of one run keeps the ids it always had) */
+            h = fnv1a(f->run, fnv1a("|run:", h));
         snprintf(f->id, sizeof f->id, "%016llx", (unsigned long long)h);
         /* one list per job, in index order */
-        long *j = itable_slot(&jobs, fnv1a(f->job, FNV_BASIS), eq_job, s, f->job);
+        long *j = itable_slot(&jobs, job_hash(f), eq_job, s, f);
         if (*j < 0) {
             *j = (long)i;
             f->job_no = s->n_jobs++;

@@ -73,6 +73,9 @@ typedef struct {
     char id[17];
     const char *note;
     char job[32];      /* the job it belongs to: its own job_id, else one its source states, else the scan's */
+    char run[96];      /* a finding of no job: the run folder it belongs to (story_run_folder), relative to
+                        * the folder holding the scan's runs; "" when the scan holds one run or less */
+    int attempt;       /* torchrun's attempt_<n> folder its first line is in, -1 when its path names none */
     int job_stated;    /* job is its own job_id or one its source states: inputs read later cannot change it */
     long joined_into;  /* another window of finding joined_into: not reported on its own (-1 when reported) */
     long next_joined;  /* the next finding joined into the same one (chain from first_joined), -1 */
@@ -141,13 +144,27 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
  * Call in input order: first/last locations keep that order. Returns 0, -1 out of memory. */
 int story_merge(story *dst, story *src);
 
+/* The finding of `group` (a finding's group) that a line of source path/member naming job `job_id` (and
+ * Ray job `ray_job`, may be NULL) lands in: the same job, or for no job the same run folder
+ * (story_run_folder). -1 when there is none. */
+long story_find(story *s, const char *group, const char *job_id, const char *ray_job, const char *path,
+                const char *member);
+
 /* The settings store of `job` ("" for inputs that name none), created on first use, for the scanner to
  * read into (config_capture, version_capture). NULL out of memory. */
 struct config_store **story_job_settings(story *s, const char *job);
 
-/* What advice reads for a finding of `job`, into *out (borrowed from the story): that job's settings
- * and those of inputs naming no job; a finding of no job sees every job's. */
+/* What advice reads for a finding of `job`, into *out (borrowed from the story): that job's settings,
+ * and those of inputs naming no job when the scan holds no other job (story_finish counts them); a
+ * finding of no job sees every job's. */
 void story_settings_view(const story *s, const char *job, struct config_view *out);
+
+/* The folder of the run a source belongs to, guessed from its name alone (docs/taxonomy.md, "Runs"):
+ * its directory, a torchrun log tree (<log dir>/<run id>/attempt_<n>/<local rank>/) taken back to the
+ * folder holding the log dir, folders that name one rank or node of a run (rank3/, node12/, 0/) taken
+ * back to the folder holding them; "./" and "//" dropped. Written to out (cap bytes, cut); "" for a
+ * source in the current folder. *attempt (may be NULL) gets the attempt_<n> number, -1 when none. */
+void story_run_folder(const char *path, const char *member, char *out, size_t cap, int *attempt);
 
 /* Compute jobs, ids, joins, roles and causes (idempotent: call again after more story_add).
  * `job_id` is the scan-wide job when all inputs agree or one was given (else ""): the job of findings
@@ -161,6 +178,9 @@ void story_settings_view(const story *s, const char *job, struct config_view *ou
  *   after it: not stamped later, and not printed later in the same source when times cannot tell;
  *   across sources that times cannot order, the choice does not depend on input order and the echo
  *   carries a note that the order is unknown.
+ * Findings of no job are split into runs (story_run_folder) when their sources lie in two run folders or
+ * more, neither inside the other: each run is a job of its own for the story (its `run` says which), and
+ * the run enters the id. Within a run, torchrun's attempts (attempt_<n>) never cause each other.
  * A finding's cause is never in another job. Returns 0, -1 out of memory (roles are then left as the
  * last successful call made them, or all roots). */
 int story_finish(story *s, const char *job_id);

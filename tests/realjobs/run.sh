@@ -79,6 +79,48 @@ check() {
   done < "$table"
 }
 
+# runs_apart DIR...: the jobs of no id (torchrun runs, each in its own folder) scanned together, in
+# three orders and groupings of their paths, tell each run the story it has alone: the same findings
+# (class, phase, role, the class of the cause), each under its own `run`, no cause across runs
+# (docs/taxonomy.md, "Jobs, runs and attempts").
+runs_apart() {
+  sig='[.findings | (map({key: .id, value: .}) | from_entries) as $by | .[]
+    | "\(.run // "-")|\(.class)/\(.phase)/\(.role)/\(if .caused_by then $by[.caused_by].class + " of " + ($by[.caused_by].run // "-") else "" end)"] | .[]'
+  : > "$t/alone.sig"
+  for d in "$@"; do
+    r=$(basename "$d")/job
+    "$oomscan" --color never --format json "$d/job" 2>/dev/null |
+      jq -r --arg r "$r" '[.findings | (map({key: .id, value: .class}) | from_entries) as $cls | .[]
+        | "\($r)|\(.class)/\(.phase)/\(.role)/\(if .caused_by then $cls[.caused_by] + " of " + $r else "" end)"] | .[]' >> "$t/alone.sig"
+  done
+  sort -o "$t/alone.sig" "$t/alone.sig"
+  for grouping in folders files reversed; do
+    args=""
+    for d in "$@"; do
+      case $grouping in
+        folders) args="$args $(basename "$d")/job" ;;
+        *) for f in "$d"/job/*; do args="$args $(basename "$d")/job/${f##*/}"; done ;;
+      esac
+    done
+    [ $grouping = reversed ] && args=$(printf '%s\n' $args | sort -r)
+    (cd "$(dirname "$1")" && "$oomscan" --color never --format json $args 2>/dev/null) | jq -r "$sig" | sort > "$t/together.sig"
+    if cmp -s "$t/alone.sig" "$t/together.sig"; then
+      passes=$((passes + 1))
+    elif [ "$mode" = --live ]; then
+      # pending on a live run: within one run, which windows of one failure join can depend on the
+      # order its files are read in (a DataLoader bus error's two lines 129 lines apart in torchrun.out,
+      # joined only when the rank's own stderr.log is read first): the same with one run alone
+      echo "  pending: runs_apart ($grouping): a run's windows joined in another order of its files:"
+      diff "$t/alone.sig" "$t/together.sig" | sed 's/^/    /' | head -6
+      pendings=$((pendings + 1))
+    else
+      echo "FAIL: runs_apart ($grouping): the runs scanned together do not each tell their own story:"
+      diff "$t/alone.sig" "$t/together.sig" | sed 's/^/  /' | head -20
+      fails=$((fails + 1))
+    fi
+  done
+}
+
 finish() {
   echo "realjobs $mode: $passes passed, $fails failed, $pendings pending, $now pending now passing, $skips skipped"
   [ "$fails" -eq 0 ]
@@ -92,6 +134,11 @@ case $mode in
       check "$(basename "$d")" "$d"; n=$((n + 1))
     done
     [ $n -ge 10 ] || { echo "FAIL: only $n jobs under fixtures/realjobs"; fails=$((fails + 1)); }
+    set --
+    for d in "$src"/fixtures/realjobs/*/; do
+      [ -f "$d/job/torchrun.out" ] && set -- "$@" "${d%/}"
+    done
+    runs_apart "$@"
     finish; exit $? ;;
   --live|--record) ;;
   *) echo "usage: run.sh OOMSCAN SOURCE_DIR --fixtures | --live [NAME...] | --record DIR"; exit 2 ;;
@@ -150,5 +197,13 @@ if [ $submitted = 1 ]; then
 fi
 
 [ $ran -gt 0 ] || { echo "realjobs: no job could run here (see SKIP lines)"; exit 77; }
+if [ "$mode" = --live ]; then
+  # the runs of this live set scanned together tell each its own story, as the committed ones do
+  set --
+  for d in "$out"/*/; do
+    [ -f "$d/job/torchrun.out" ] && set -- "$@" "${d%/}"
+  done
+  [ $# -ge 2 ] && runs_apart "$@"
+fi
 if [ "$mode" = --record ]; then echo "recorded $ran jobs in $out"; exit 0; fi
 finish

@@ -75,6 +75,26 @@ scenario_checkpoint_disk_full() {    # rank 0 saves a 4 MiB checkpoint into a 1 
     unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
 }
 
+scenario_checkpoint_disk_full_legacy() { # the same with torch.save's legacy writer (_use_new_zipfile_serialization=False)
+  can_mount_ns || return 77
+  mkdir -p "$1/ckpt"
+  export REALJOBS_CKPT_DIR="$1/ckpt"; torchrun_job "$1" checkpoint_disk_full_legacy \
+    unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
+}
+
+scenario_checkpoint_readonly() {     # rank 0 saves into a folder mounted read-only (root ignores modes)
+  can_mount_ns || return 77
+  mkdir -p "$1/ckpt"
+  export REALJOBS_CKPT_DIR="$1/ckpt"; torchrun_job "$1" checkpoint_readonly \
+    unshare -m sh -c 'mount -t tmpfs -o ro,size=1m tmpfs "$REALJOBS_CKPT_DIR" && exec "$@"' sh
+}
+
+scenario_native_abort_forward() {    # a custom native op's assert() fails in rank 1's forward: SIGABRT
+  command -v cc > /dev/null || { echo "cannot: no C compiler (cc) to build the custom op"; return 77; }
+  cc -shared -fPIC -o "$2/native_op.so" "$here/native_op.c" || { echo "cannot: the custom op does not build"; return 77; }
+  export REALJOBS_NATIVE_OP="$2/native_op.so"; torchrun_job "$1" native_abort_forward
+}
+
 # A memory cgroup of 256 MiB, v1 or v2, that rank 1 moves itself into before it fills it.
 make_memcg() {
   name=realjobs-$$-$(date +%s)
@@ -140,6 +160,14 @@ scenario_cgroup_oom_kill() {
   rmdir "$cg" 2>/dev/null || true
 }
 
+# The same kill of rank 0: rank 1, waiting in the gradient all-reduce, echoes it through gloo with a
+# traceback through backward; the victim itself printed nothing about a phase (issue 31: the kill took
+# its phase from rank 1's echo).
+scenario_cgroup_oom_kill_rank0() {
+  export REALJOBS_FAIL_RANK=0
+  scenario_cgroup_oom_kill "$@"
+}
+
 # A person at a shell, not a launcher: an interactive zsh (on a terminal that `script` records) runs
 # train.py as one process, which moves itself into the 256 MiB cgroup and is OOM-killed there. zsh's own
 # report of the kill ("zsh: killed     <command>") and the kernel's lines are the windows.
@@ -159,5 +187,27 @@ scenario_zsh_oom_kill() {
   rmdir "$cg" 2>/dev/null || true
 }
 
+# A job of two nodes whose second node never starts: torchrun on the one node waits for it at the
+# rendezvous, with short timeouts so the job fails in seconds. With c10d's dynamic rendezvous the agent
+# gives up after join_timeout (RendezvousTimeoutError); with the static one (--master_addr, the default)
+# node 1 waits for node 0's store, which is never started, and its client socket times out.
+rendezvous_job() {
+  out=$1; shift
+  REALJOBS_OUT=$out timeout 120 "$TORCHRUN" --nnodes 2 --nproc_per_node 2 "$@" --redirects 1 --tee 2 \
+    --log_dir "$out/logs" "$here/train.py" none > "$out/torchrun.out" 2>&1
+  echo "torchrun exit $?" > "$out/exit-status"
+}
+
+scenario_rendezvous_timeout() {      # node 0 of 2 (c10d rendezvous); node 1 never joins
+  rendezvous_job "$1" --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$(free_port)" --rdzv_id realjobs \
+    --rdzv_conf join_timeout=5,last_call_timeout=1
+}
+
+scenario_rendezvous_static_timeout() { # node 1 of 2 (static rendezvous); node 0, the store's host, never starts
+  rendezvous_job "$1" --node_rank 1 --master_addr 127.0.0.1 --master_port "$(free_port)" --rdzv_conf timeout=5
+}
+
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
-checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill"
+checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout
+cgroup_oom_kill_rank0 checkpoint_disk_full_legacy checkpoint_readonly
+native_abort_forward"

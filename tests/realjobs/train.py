@@ -19,7 +19,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.utils.data import DataLoader, Dataset
 
 FAILURES = ("backward_host_oom", "dataloader_memory_error", "dataloader_bus_error", "segfault_optimizer",
-            "gloo_timeout", "checkpoint_disk_full", "cgroup_oom_kill", "dataloader_semlock_shm_full", "none")
+            "gloo_timeout", "checkpoint_disk_full", "cgroup_oom_kill", "dataloader_semlock_shm_full", "none",
+            "checkpoint_disk_full_legacy", "checkpoint_readonly", "native_abort_forward")
 
 RANK = int(os.environ.get("RANK", "0"))
 FAIL_RANK = int(os.environ.get("REALJOBS_FAIL_RANK", "1"))
@@ -94,6 +95,33 @@ def fill_cgroup_memory():
     sys.exit("the memory cgroup's limit was not enforced")
 
 
+def save_checkpoint(model, opt, step, failure):
+    """Rank 0 saves a 4 MiB state into REALJOBS_CKPT_DIR: a full disk, or a folder mounted read-only."""
+    path = os.path.join(os.environ["REALJOBS_CKPT_DIR"], f"step{step}.pt")
+    log(f"saving checkpoint {path}")
+    big = {"model": model.state_dict(), "optimizer": opt.state_dict(),
+           "ema": torch.randn(1 << 20)}  # 4 MiB: more than the checkpoint disk holds
+    # the legacy (pre-1.6) writer, which some code still asks for: it writes through the file's fd
+    torch.save(big, path, _use_new_zipfile_serialization=(failure != "checkpoint_disk_full_legacy"))
+
+
+class NativeOpModel(torch.nn.Module):
+    """A model whose forward calls a custom native op (REALJOBS_NATIVE_OP, built from native_op.c), as
+    a C extension's op is called; at step 2 rank FAIL_RANK passes it a size its assert() rejects."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.op = ctypes.CDLL(os.environ["REALJOBS_NATIVE_OP"])
+        self.step = 0
+
+    def forward(self, x):
+        n = 0 if (RANK == FAIL_RANK and self.step == 2) else x.shape[0]
+        self.step += 1
+        self.op.realjobs_scale(n)
+        return self.inner(x)
+
+
 @record
 def main():
     failure = sys.argv[1] if len(sys.argv) > 1 else "none"
@@ -110,6 +138,9 @@ def main():
         faulthandler.enable(file=tee.stdin, all_threads=True)
 
     model = torch.nn.Sequential(torch.nn.Linear(16, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+    if failure == "native_abort_forward":
+        faulthandler.enable(all_threads=True)  # the job's own choice: its stack goes to stderr
+        model = NativeOpModel(model)
     model = torch.nn.parallel.DistributedDataParallel(model)
     opt_cls = SGDWithNativeHook if failure == "segfault_optimizer" else torch.optim.SGD
     opt = opt_cls(model.parameters(), lr=0.01)
@@ -151,13 +182,9 @@ def main():
         loss.backward()
         opt.step()
         log(f"step {step} loss {loss.item():.4f}")
-        if failure == "checkpoint_disk_full" and step == 2:
+        if failure.startswith("checkpoint_") and step == 2:
             if RANK == 0:
-                path = os.path.join(os.environ["REALJOBS_CKPT_DIR"], f"step{step}.pt")
-                log(f"saving checkpoint {path}")
-                big = {"model": model.state_dict(), "optimizer": opt.state_dict(),
-                       "ema": torch.randn(1 << 20)}  # 4 MiB: more than the checkpoint disk holds
-                torch.save(big, path)
+                save_checkpoint(model, opt, step, failure)
             dist.barrier()
         if step == 5:
             break
