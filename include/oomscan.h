@@ -110,6 +110,9 @@ typedef struct {
      * message states no job carry it, so one job's findings from many nodes group. NULL: none. */
     const char *job_id;
     oomscan_limits limits; /* all 0: the defaults */
+    /* NDJSON records carry the whole checklist (remediation.steps); 0: the compact record, the
+     * checklist named by remediation.id (docs/output.md, "NDJSON records") */
+    int ndjson_steps;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;

@@ -33,28 +33,24 @@
 static void usage(FILE *f)
 {
     fputs("usage: oomscan [OPTION]... [PATH]...  PATH: file, directory, archive, - (stdin)\n"
-          "       oomscan merge [OPTION]... [NDJSON]...  combine per-node NDJSON output\n"
-          "       oomscan summary [--format text|json] INPUT...  failures across many jobs\n"
+          "       oomscan merge [OPTION]... [NDJSON]...;  oomscan summary [-f FMT] INPUT...\n"
           "Tells why a GPU training job died, from its logs. More: man oomscan.\n"
-          "\n"
-          "  -f, --format FMT        text, json, ndjson, ticket, markdown or openmetrics\n"
-          "  -o, --output FILE       write the report to FILE, atomically\n"
-          "  -j, --jobs N            scan N inputs in parallel (default: all cores)\n"
-          "  -v, --verbose           text: every finding, not only the root causes\n"
-          "  -q, --quiet             print nothing, as grep -q: only the exit status\n"
-          "      --color WHEN        auto (a terminal, not TERM=dumb), always or never\n"
-          "      --job-id ID         the job's id, for findings whose logs state none\n"
-          "      --follow FILE       follow FILE as it grows, NDJSON as findings complete\n"
-          "      --state FILE        report only what earlier runs with FILE did not\n"
-          "      --limit NAME=N      bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
-          "      --ticket-style S    plain, github, jira, jira-cloud; implies -f ticket\n"
+          "  -f, --format FMT      text, json, ndjson, ticket, markdown or openmetrics\n"
+          "  -o, --output FILE     write the report to FILE, atomically\n"
+          "  -j, --jobs N          scan N inputs in parallel (default: all cores)\n"
+          "  -v, --verbose         every finding and input;  -q, --quiet: exit status only\n"
+          "      --color WHEN      auto (a terminal, not TERM=dumb), always or never\n"
+          "      --job-id ID       the job's id, for findings whose logs state none\n"
+          "      --follow FILE     follow FILE as it grows, NDJSON as findings complete\n"
+          "      --state FILE      report only what earlier runs with FILE did not\n"
+          "      --full-checklist  NDJSON: every step, not only the checklist id\n"
+          "      --limit NAME=N    bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
+          "      --ticket-style S  plain, github, jira, jira-cloud; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
-          "      --patterns DIR      add the pattern data files in DIR\n"
-          "      --check-patterns [DIR]  check the database (or DIR alone), run samples\n"
-          "      --list-patterns     list the loaded patterns\n"
-          "      --explain ID        print remediation checklist ID (\"list\" lists them)\n"
-          "  -V, --version           print the version\n"
-          "  -h, --help              print this help\n"
+          "      --patterns DIR    add the pattern data files in DIR\n"
+          "      --check-patterns [DIR], --list-patterns  check or list the database\n"
+          "      --explain ID      print remediation checklist ID (\"list\" lists them)\n"
+          "  -V, --version  print the version;  -h, --help  print this help\n"
           "Exit: 0 no failure found, 1 failure(s) found, 2 usage or unreadable input.\n",
           f);
 }
@@ -161,21 +157,6 @@ static int report_close(FILE *f, const char *outfile, char *tmpname, int ok)
     return 0;
 }
 
-typedef struct {
-    oomscan_scan *scan;
-    oomscan_write_fn fn;
-    FILE *out;
-    int broken;
-} stream_ctx;
-
-static void on_input_done(void *ud, size_t index)
-{
-    (void)index;
-    stream_ctx *c = ud;
-    if (!c->broken && oomscan_scan_write_ndjson_delta(c->scan, c->fn, c->out) != OOMSCAN_OK)
-        c->broken = 1;
-}
-
 static void print_problem(void *ud, const oomscan_check_problem *p)
 {
     (void)ud;
@@ -197,6 +178,7 @@ enum {
     OPT_FOLLOW,
     OPT_STATE,
     OPT_LIMIT,
+    OPT_FULL_CHECKLIST,
 };
 
 /* --limit NAME=N[KMGT], repeatable, or NAME=N,NAME=N. Returns 0, or -1 with a message printed. */
@@ -262,7 +244,7 @@ typedef struct {
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
-    int check, list, quiet, merge_mode;
+    int check, list, quiet, merge_mode, full_checklist;
     long jobs;
     oomscan_limits limits;
 } cli_opts;
@@ -289,6 +271,7 @@ static const struct option longopts[] = {
     {"follow", required_argument, NULL, OPT_FOLLOW},
     {"state", required_argument, NULL, OPT_STATE},
     {"limit", required_argument, NULL, OPT_LIMIT},
+    {"full-checklist", no_argument, NULL, OPT_FULL_CHECKLIST},
     {NULL, 0, NULL, 0},
 };
 
@@ -397,6 +380,7 @@ static int parse_options(int argc, char **argv, cli_opts *o)
             if (parse_limit(optarg, &o->limits) != 0)
                 return EXIT_TROUBLE;
             break;
+        case OPT_FULL_CHECKLIST: o->full_checklist = 1; break;
         default: /* '?' or ':' */
             cli_option_error("oomscan", "oomscan --help", c, argv, longopts);
             return EXIT_TROUBLE;
@@ -594,20 +578,19 @@ int main(int argc, char **argv)
                                  : out.format == OOMSCAN_FMT_NDJSON ? write_ndjson_flush
                                                                     : write_file;
 
-    stream_ctx sctx = {.fn = report_fn, .out = dest};
-    oomscan_options opt = {.jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits};
+    int broken = 0; /* the reader of a live stream went away */
+    oomscan_options opt = {
+        .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
     int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
     if (show_progress)
         opt.on_progress = progress_update;
-    if (out.format == OOMSCAN_FMT_NDJSON) {
-        opt.on_input = on_input_done;
-        opt.ud = &sctx;
-    }
+    /* Over files NDJSON is written once, at the end: each finding once, final (docs/streaming.md); a
+     * record written after each input was later updated, and a consumer selecting roots got the wrong
+     * ones. Records as findings complete are for live streams. */
     oomscan_scan *scan = NULL;
     oomscan_state *state = NULL;
     st = oomscan_scan_new(&scan, db, &opt, &diag);
-    sctx.scan = scan;
     /* A live stream (--follow, or NDJSON from a pipe): records go out as findings complete. */
     struct stat in_sb;
     int live = follow || (out.format == OOMSCAN_FMT_NDJSON && !merge_mode && !state_file && n_paths == 1 &&
@@ -634,7 +617,7 @@ int main(int argc, char **argv)
     } else if (!st && live) {
         st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, report_fn, dest, &diag);
         if (st == OOMSCAN_ERR_IO) {
-            sctx.broken = 1; /* the reader went away */
+            broken = 1; /* the reader went away */
             st = OOMSCAN_OK;
         }
     } else if (!st) {
@@ -653,7 +636,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < oomscan_scan_input_errors(scan); i++)
             complain("%s", oomscan_scan_input_error(scan, i));
         oomscan_status wst = OOMSCAN_OK;
-        if (!sctx.broken)
+        if (!broken)
             wst = oomscan_scan_write(scan, &out, report_fn, dest);
         if (!rc && oomscan_scan_finding_count(scan) > 0)
             rc = EXIT_FOUND;
@@ -661,7 +644,7 @@ int main(int argc, char **argv)
             rc = EXIT_TROUBLE;
         if (fflush(dest) != 0)
             write_failed_now();
-        int write_failed = g_write_errno || wst != OOMSCAN_OK || sctx.broken;
+        int write_failed = g_write_errno || wst != OOMSCAN_OK || broken;
         /* a closed pipe is the reader's choice, not an error worth a message; a full disk is */
         if (write_failed && g_write_errno != EPIPE) {
             complain("%s: write failed: %s%s", outfile ? outfile : "standard output",

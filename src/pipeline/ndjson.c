@@ -132,6 +132,16 @@ static uint64_t signature(const struct oomscan_scan *s, const finding *f)
     return h | 1; /* 0 means "never considered" */
 }
 
+/* The compact record (docs/output.md, "NDJSON records"): the checklist named by its id, title and
+ * page, its steps left out (they made a record 7 KB). The hash is taken before, over the whole
+ * record, so a re-run sees the same change either way and a --state file serves both forms. */
+static void compact_remediation(cJSON *j)
+{
+    cJSON *rem = cJSON_GetObjectItemCaseSensitive(j, "remediation");
+    if (cJSON_IsObject(rem))
+        cJSON_DeleteItemFromObjectCaseSensitive(rem, "steps");
+}
+
 /* Print record j (consumed) as one line and hand it to fn: one call per record, so a line-buffered
  * reader never sees half of one. */
 static oomscan_status write_record(cJSON *j, oomscan_write_fn fn, void *ud)
@@ -192,6 +202,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
             cJSON_Delete(j); /* only more of the same: say it at most every min_gap seconds */
             continue;
         }
+        if (!s->opt.ndjson_steps)
+            compact_remediation(j);
         cJSON_AddStringToObject(j, "type", e ? "update" : "finding");
         if (e) {
             cJSON *ch = cJSON_AddArrayToObject(j, "changes");
@@ -235,6 +247,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
             st = OOMSCAN_ERR_NOMEM;
             break;
         }
+        if (!s->opt.ndjson_steps)
+            compact_remediation(j);
         cJSON_ReplaceItemInObjectCaseSensitive(j, "role", cJSON_CreateString("consequence"));
         cJSON_DeleteItemFromObjectCaseSensitive(j, "caused_by");
         cJSON_AddStringToObject(j, "caused_by", into);
