@@ -113,6 +113,15 @@ typedef struct {
     /* NDJSON records carry the whole checklist (remediation.steps); 0: the compact record, the
      * checklist named by remediation.id (docs/output.md, "NDJSON records") */
     int ndjson_steps;
+    /* Which files a folder's walk reads (docs/inputs.md, "What is skipped"): a file whose first 4 KiB
+     * are binary data (a checkpoint) is skipped unless read_binary, whether found in a folder or an
+     * archive (a path named itself is always read); a file or folder whose name matches one of
+     * the fnmatch(3) globs `exclude` (borrowed, n_exclude of them) is skipped, named or walked; a file
+     * larger than max_filesize bytes (0: no bound) too. Skipped files are counted, not inputs. */
+    int read_binary;
+    const char *const *exclude;
+    size_t n_exclude;
+    uint64_t max_filesize;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;
@@ -132,6 +141,16 @@ oomscan_status oomscan_scan_paths(oomscan_scan *scan, const char *const *paths, 
 size_t oomscan_scan_input_errors(const oomscan_scan *scan);
 /* The i-th such problem, as "path: reason". Borrowed. */
 const char *oomscan_scan_input_error(const oomscan_scan *scan, size_t i);
+
+/* What a scan read: inputs read (whole or in part), their bytes and lines; inputs that could not be
+ * read (an empty folder named is one); files skipped as binary, by an exclude glob, for their size;
+ * oomscan's own output found among the inputs (not read as a log). Nothing read (`read` 0) is not
+ * "no failure found": the CLI says so and exits 2 (docs/output.md, "Exit status"). */
+typedef struct {
+    size_t read, unreadable, binary, excluded, too_large, own_output;
+    uint64_t bytes, lines;
+} oomscan_input_counts;
+void oomscan_scan_input_counts(const oomscan_scan *scan, oomscan_input_counts *out);
 
 /* Number of findings after grouping and root-cause analysis. */
 size_t oomscan_scan_finding_count(const oomscan_scan *scan);

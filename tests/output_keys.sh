@@ -31,6 +31,8 @@ for d in "$fx/golden" "$fx/corpus" "$fx/realjobs" "$fx/dumps" "$fx/heldout" "$fx
   "$oomscan" -f ndjson "$d" >> out.ndjson 2> /dev/null
 done
 "$oomscan" -f json --limit findings=1 "$fx/golden/nccl-error-after-oom.log" missing.log >> out.json 2> /dev/null
+# files left out by name and size: the document's skipped counts
+"$oomscan" -f json --exclude '*.json' --max-filesize 2K "$fx/golden" >> out.json 2> /dev/null
 [ -s out.updates.ndjson ] && jq -e -s 'any(.[]; .type == "update")' out.updates.ndjson > /dev/null && ok || bad "no update record from --state"
 # every key path, arrays as [], a finding's keys (document or record) written from the finding
 paths='[paths | map(if type == "number" then "[]" else . end) | join(".") | gsub("\\.\\[\\]"; "[]")] | .[]'

@@ -31,4 +31,65 @@ jq -e -s 'all(.[]; .remediation.id != null and (.remediation | has("steps") | no
   "$(jq -c '.findings[] | [.id, .role, .remediation.steps]' "$t/batch.json")" ] && ok ||
   bad "merge of compact records differs from the scan"
 
+# ---- item 11: nothing scanned is not "no failure" ---------------------------------------------------
+mkdir "$t/empty"
+"$oomscan" "$t/empty" > "$t/e.out" 2> "$t/e.err"; rc=$?
+[ $rc -eq 2 ] && ok || bad "empty folder: exit $rc, want 2"
+grep -q "empty.*no file to scan" "$t/e.err" && grep -q "nothing scanned" "$t/e.err" && ok ||
+  bad "empty folder: stderr does not say what was not scanned: $(cat "$t/e.err")"
+! grep -q "No failure found" "$t/e.out" && grep -q "^Nothing scanned" "$t/e.out" && ok ||
+  bad "empty folder: the report says: $(cat "$t/e.out")"
+"$oomscan" -f json "$t/empty" > "$t/e.json" 2> /dev/null
+jq -e '.inputs[0].status == "error"' "$t/e.json" > /dev/null && ok || bad "empty folder: not an error input in JSON"
+"$oomscan" "$t/no-such-dir" > "$t/m.out" 2> "$t/m.err"; rc=$?
+[ $rc -eq 2 ] && ! grep -q "No failure found" "$t/m.out" && grep -q "nothing scanned" "$t/m.err" && ok ||
+  bad "missing path: exit $rc, report: $(cat "$t/m.out"), stderr: $(cat "$t/m.err")"
+
+# ---- item 1: the inventory in one line, the answer last; -v per input in natural order --------------
+mkdir "$t/ranks"
+cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/ranks/rank5.log"
+cp "$src/fixtures/golden/verl-log-prob-oom.log" "$t/ranks/rank46.log"
+cp "$src/fixtures/golden/slurm-oom-kill.log" "$t/ranks/rank10.log"
+"$oomscan" "$t/ranks" > "$t/r.out" 2> /dev/null
+! grep -q ": ok, [0-9]* lines" "$t/r.out" && ok || bad "text: an inventory line per input without -v"
+head -n 1 "$t/r.out" | grep -q "^3 input(s) read ([0-9]* bytes, [0-9]* lines)" && ok ||
+  bad "text: the first line is not the inventory: $(head -n 1 "$t/r.out")"
+inv=$(grep -n "input(s) read" "$t/r.out" | cut -d: -f1) root=$(grep -n "^Root cause" "$t/r.out" | tail -n 1 | cut -d: -f1)
+[ -n "$root" ] && [ "$inv" -lt "$root" ] && ok || bad "text: the answer is not last (inventory line $inv, last root $root)"
+"$oomscan" -v "$t/ranks" > "$t/v.out" 2> /dev/null
+[ "$(grep -o 'rank[0-9]*\.log: ok' "$t/v.out" | tr '\n' ' ')" = "rank5.log: ok rank10.log: ok rank46.log: ok " ] && ok ||
+  bad "-v: inputs not in natural order: $(grep -o 'rank[0-9]*\.log: ok' "$t/v.out" | tr '\n' ' ')"
+
+# ---- item 12: binary files skipped by content; --binary, --exclude, --max-filesize -------------------
+mkdir "$t/run" "$t/run/ckpt"
+cp "$src/fixtures/golden/verl-log-prob-oom.log" "$t/run/train.log"
+# a checkpoint as safetensors writes it: an 8-byte little-endian header length, then JSON, then tensors
+python3 -c 'import json,struct,sys
+h = json.dumps({"w": {"dtype": "F32", "shape": [4096], "data_offsets": [0, 16384]}}).encode()
+sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + bytes(16384))' > "$t/run/ckpt/model.safetensors"
+"$oomscan" -f json "$t/run" > "$t/b.json" 2> /dev/null
+jq -e '[.inputs[] | select(.path | endswith("model.safetensors"))][0] | .container == "binary" and .lines == 0' \
+  "$t/b.json" > /dev/null && ok || bad "a checkpoint in a folder was read: $(jq -c '.inputs' "$t/b.json")"
+"$oomscan" "$t/run" 2> /dev/null | head -n 1 | grep -q "1 skipped (1 binary)" && ok ||
+  bad "the summary line does not count the binary file: $("$oomscan" "$t/run" 2> /dev/null | head -n 1)"
+"$oomscan" -f json --binary "$t/run" | jq -e '[.inputs[] | select(.container == "binary")] | length == 0' > /dev/null &&
+  ok || bad "--binary: the checkpoint is still skipped"
+"$oomscan" -f json "$t/run/ckpt/model.safetensors" 2> /dev/null | jq -e '.inputs[0].container == "text"' > /dev/null &&
+  ok || bad "a binary file named on the command line is not read"
+"$oomscan" -f json --exclude '*.safetensors' "$t/run" | jq -e '.skipped.excluded == 1 and (.inputs | length) == 1' > /dev/null &&
+  ok || bad "--exclude: the checkpoint is not left out"
+"$oomscan" -f json --exclude ckpt "$t/run" | jq -e '.skipped.excluded == 1 and (.inputs | length) == 1' > /dev/null &&
+  ok || bad "--exclude of a folder: it is still walked"
+"$oomscan" -f json --binary --max-filesize 8K "$t/run" | jq -e '.skipped.too_large == 1 and (.inputs | length) == 1' > /dev/null &&
+  ok || bad "--max-filesize 8K: the 16 KiB checkpoint is not left out"
+# a log is not binary for a lone NUL (PyTorch's DataLoader writes one) or a crashed node's zeros after it
+{ cat "$src/fixtures/golden/verl-log-prob-oom.log"; head -c 5000 /dev/zero; } > "$t/run/crashed.log"
+"$oomscan" -f json "$t/run" | jq -e '[.inputs[] | select(.path | endswith("crashed.log"))][0].container == "text"' > /dev/null &&
+  ok || bad "a log followed by a crashed node's zeros was skipped as binary"
+"$oomscan" -f json "$src/fixtures/realjobs/dataloader_bus_error" | jq -e '[.inputs[] | select(.container == "binary")] | length == 0' \
+  > /dev/null && ok || bad "a log with the DataLoader's NUL was skipped as binary"
+"$oomscan" "$t/run/ckpt" > "$t/o.out" 2> "$t/o.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "nothing scanned (1 binary" "$t/o.err" && ok ||
+  bad "a folder of checkpoints only: exit $rc, $(cat "$t/o.err")"
+
 finish shell

@@ -44,6 +44,8 @@ static void usage(FILE *f)
           "      --follow FILE     follow FILE as it grows, NDJSON as findings complete\n"
           "      --state FILE      report only what earlier runs with FILE did not\n"
           "      --full-checklist  NDJSON: every step, not only the checklist id\n"
+          "      --exclude GLOB    skip files, folders so named; --binary: read binary ones\n"
+          "      --max-filesize N  skip files larger than N bytes (suffix K, M, G or T)\n"
           "      --limit NAME=N    bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
           "      --ticket-style S  plain, github, jira, jira-cloud; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
@@ -51,7 +53,7 @@ static void usage(FILE *f)
           "      --check-patterns [DIR], --list-patterns  check or list the database\n"
           "      --explain ID      print remediation checklist ID (\"list\" lists them)\n"
           "  -V, --version  print the version;  -h, --help  print this help\n"
-          "Exit: 0 no failure found, 1 failure(s) found, 2 usage or unreadable input.\n",
+          "Exit: 0 no failure found, 1 failure(s) found, 2 trouble or nothing read.\n",
           f);
 }
 
@@ -179,7 +181,25 @@ enum {
     OPT_STATE,
     OPT_LIMIT,
     OPT_FULL_CHECKLIST,
+    OPT_BINARY,
+    OPT_EXCLUDE,
+    OPT_MAX_FILESIZE,
 };
+
+/* N[KMGT] (powers of 1024), N > 0, into *out. Returns 0, or -1. */
+static int parse_size(const char *arg, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+    if (shift)
+        end++;
+    if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
 
 /* --limit NAME=N[KMGT], repeatable, or NAME=N,NAME=N. Returns 0, or -1 with a message printed. */
 static int parse_limit(const char *arg, oomscan_limits *l)
@@ -191,15 +211,9 @@ static int parse_limit(const char *arg, oomscan_limits *l)
         if (!eq)
             goto bad;
         *eq = '\0';
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(eq + 1, &end, 10);
-        unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
-        if (shift)
-            end++;
-        if (errno || end == eq + 1 || *end || eq[1] == '-' || v == 0 || v > (UINT64_MAX >> shift))
+        uint64_t n;
+        if (parse_size(eq + 1, &n) != 0)
             goto bad;
-        uint64_t n = (uint64_t)v << shift;
         if (strcmp(it, "bytes") == 0)
             l->max_bytes = n;
         else if (strcmp(it, "ratio") == 0)
@@ -244,7 +258,10 @@ typedef struct {
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
-    int check, list, quiet, merge_mode, full_checklist;
+    int check, list, quiet, merge_mode, full_checklist, binary;
+    const char *exclude[64];
+    size_t n_exclude;
+    uint64_t max_filesize;
     long jobs;
     oomscan_limits limits;
 } cli_opts;
@@ -272,6 +289,9 @@ static const struct option longopts[] = {
     {"state", required_argument, NULL, OPT_STATE},
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"full-checklist", no_argument, NULL, OPT_FULL_CHECKLIST},
+    {"binary", no_argument, NULL, OPT_BINARY},
+    {"exclude", required_argument, NULL, OPT_EXCLUDE},
+    {"max-filesize", required_argument, NULL, OPT_MAX_FILESIZE},
     {NULL, 0, NULL, 0},
 };
 
@@ -381,6 +401,20 @@ static int parse_options(int argc, char **argv, cli_opts *o)
                 return EXIT_TROUBLE;
             break;
         case OPT_FULL_CHECKLIST: o->full_checklist = 1; break;
+        case OPT_BINARY: o->binary = 1; break;
+        case OPT_EXCLUDE:
+            if (o->n_exclude == sizeof o->exclude / sizeof *o->exclude) {
+                fprintf(stderr, "oomscan: too many --exclude (64 at most)\n");
+                return EXIT_TROUBLE;
+            }
+            o->exclude[o->n_exclude++] = optarg;
+            break;
+        case OPT_MAX_FILESIZE:
+            if (parse_size(optarg, &o->max_filesize) != 0) {
+                fprintf(stderr, "oomscan: --max-filesize takes a size > 0, with an optional K, M, G or T\n");
+                return EXIT_TROUBLE;
+            }
+            break;
         default: /* '?' or ':' */
             cli_option_error("oomscan", "oomscan --help", c, argv, longopts);
             return EXIT_TROUBLE;
@@ -580,7 +614,8 @@ int main(int argc, char **argv)
 
     int broken = 0; /* the reader of a live stream went away */
     oomscan_options opt = {
-        .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist};
+        .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist,
+        .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
     int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
     if (show_progress)
@@ -642,6 +677,26 @@ int main(int argc, char **argv)
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
             rc = EXIT_TROUBLE;
+        /* Nothing read is not "no failure found": an epilog pointed at the wrong folder must not report
+         * a healthy job (docs/output.md, "Exit status") */
+        oomscan_input_counts ic;
+        oomscan_scan_input_counts(scan, &ic);
+        if (!st && ic.read == 0) {
+            char why[200];
+            size_t n = 0;
+            const struct {
+                size_t count;
+                const char *what;
+            } parts[] = {{ic.unreadable, "unreadable"},     {ic.binary, "binary (--binary reads them)"},
+                         {ic.excluded, "excluded by --exclude"}, {ic.too_large, "over --max-filesize"},
+                         {ic.own_output, "oomscan's own output (oomscan merge reads it)"}};
+            for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+                if (parts[k].count)
+                    n += (size_t)snprintf(why + n, sizeof why - n, "%s%zu %s", n ? ", " : "", parts[k].count,
+                                          parts[k].what);
+            complain("nothing scanned (%s): this is not \"no failure found\"", n ? why : "no input");
+            rc = EXIT_TROUBLE;
+        }
         if (fflush(dest) != 0)
             write_failed_now();
         int write_failed = g_write_errno || wst != OOMSCAN_OK || broken;

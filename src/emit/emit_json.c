@@ -180,6 +180,12 @@ static cJSON *json_head(const result *r)
         (void)safe_json(o);
         cJSON_AddItemToArray(inputs, o);
     }
+    /* files a folder's walk left out by name or size: counted, not inputs (docs/output.md) */
+    if (r->scan.excluded || r->scan.too_large) {
+        cJSON *sk = cJSON_AddObjectToObject(doc, "skipped");
+        cJSON_AddNumberToObject(sk, "excluded", (double)r->scan.excluded);
+        cJSON_AddNumberToObject(sk, "too_large", (double)r->scan.too_large);
+    }
     cJSON_AddArrayToObject(doc, "findings");
     if (r->scan.st->dropped)
         cJSON_AddNumberToObject(doc, "findings_dropped", (double)r->scan.st->dropped);

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,22 +181,51 @@ void oomscan_scan_free(oomscan_scan *s)
 
 typedef struct {
     char **v;
+    unsigned char *how; /* per path: WALKED, EMPTY_DIR, or 0 for a path named */
     size_t n, cap;
 } strvec;
 
-static int vec_push(strvec *v, const char *s)
+enum { WALKED = 1, EMPTY_DIR = 2 };
+
+static int vec_push_how(strvec *v, const char *s, unsigned char how)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 16;
         char **g = realloc(v->v, cap * sizeof *g);
-        if (!g)
+        if (g)
+            v->v = g;
+        unsigned char *h = g ? realloc(v->how, cap) : NULL;
+        if (!h)
             return -1;
-        v->v = g;
+        v->how = h;
         v->cap = cap;
     }
     if (!(v->v[v->n] = strdup(s)))
         return -1;
-    v->n++;
+    v->how[v->n++] = how;
+    return 0;
+}
+
+static int vec_push(strvec *v, const char *s) { return vec_push_how(v, s, 0); }
+
+/* What the walk leaves out (oomscan_options): a name an exclude glob matches (the last component, as
+ * grep's --exclude), a file larger than max_filesize. Counted in the scan; stdin is never left out. */
+static int left_out(oomscan_scan *s, const char *path, const struct stat *sb)
+{
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    for (size_t i = 0; i < s->opt.n_exclude; i++)
+        if (fnmatch(s->opt.exclude[i], base, 0) == 0 || fnmatch(s->opt.exclude[i], path, 0) == 0) {
+            s->excluded++;
+            return 1;
+        }
+    struct stat own;
+    if (s->opt.max_filesize && !sb && stat(path, &own) == 0)
+        sb = &own;
+    if (s->opt.max_filesize && sb && S_ISREG(sb->st_mode) && (uint64_t)sb->st_size > s->opt.max_filesize) {
+        s->too_large++;
+        return 1;
+    }
     return 0;
 }
 
@@ -211,14 +241,21 @@ static int cmp_tagged(const void *a, const void *b)
  * A symlink that leads nowhere (dangling, or a loop: ELOOP) is kept, so it is reported once with its
  * reason. A path named on the command line is read whatever it is (<(cmd) is a pipe). Returns -1 only
  * when out of memory; unreadable directories become paths that fail later with their reason. */
-static int expand(strvec *out, const char *path, int depth)
+static int expand(oomscan_scan *s, strvec *out, const char *path, int depth)
 {
     struct stat sb;
-    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
+    if (strcmp(path, "-") == 0)
+        return vec_push(out, path);
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
         if (depth > 0 && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
             return 0;
-        return vec_push(out, path);
+        if (left_out(s, path, NULL))
+            return 0;
+        return vec_push_how(out, path, depth > 0 ? WALKED : 0);
     }
+    if (depth > 0 && s->opt.n_exclude && left_out(s, path, &sb))
+        return 0; /* a folder excluded by name: not walked */
+    size_t before = out->n, left_before = s->excluded + s->too_large;
     DIR *d = opendir(path);
     if (!d)
         return vec_push(out, path);
@@ -247,7 +284,11 @@ static int expand(strvec *out, const char *path, int depth)
         }
         snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", name);
         if (names.v[i][0] == 'f') {
-            rc = vec_push(out, child);
+            if ((s->opt.n_exclude || s->opt.max_filesize) && left_out(s, child, NULL)) {
+                free(child);
+                continue;
+            }
+            rc = vec_push_how(out, child, WALKED);
             free(child);
             continue;
         }
@@ -257,12 +298,17 @@ static int expand(strvec *out, const char *path, int depth)
             continue;
         }
         if (lstat(child, &lb) == 0 && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
-            rc = expand(out, child, depth + 1);
+            rc = expand(s, out, child, depth + 1);
         free(child);
     }
     for (size_t i = 0; i < names.n; i++)
         free(names.v[i]);
     free(names.v);
+    free(names.how);
+    /* a folder named that holds no file at all is an input error, not "no failure" (an epilog pointed
+     * at the wrong folder); files left out by --exclude or --max-filesize are counted instead */
+    if (rc == 0 && depth == 0 && out->n == before && s->excluded + s->too_large == left_before)
+        rc = vec_push_how(out, path, EMPTY_DIR);
     return rc;
 }
 
@@ -304,7 +350,8 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
                                  .decoder_thread = info->decoder_thread,
                                  .reread = input_can_pread(stream) ? reread_stream : NULL, .reread_ud = stream},
                          .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
-                         .progress_ud = c, .dumps = &u->dumps};
+                         .progress_ud = c, .dumps = &u->dumps,
+                         .skip_binary = !c->s->opt.read_binary && (u->walked || info->member)};
     oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
     r = &u->recs[ri];
     if (r->status == INPUT_OK && input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
@@ -325,6 +372,14 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 {
     scan_unit *u = &s->units[i];
     scanner_regex_budget(sc, s->opt.limits.regex_budget); /* per input */
+    if (u->empty_dir) {
+        input_record *r = session_add_record(&u->recs, &u->n_recs, u->path, NULL);
+        if (!r || !(r->error = strdup("no file to scan in this folder")))
+            u->status = OOMSCAN_ERR_NOMEM;
+        else
+            r->status = INPUT_ERROR;
+        return;
+    }
     if (s->state && state_run_unit(s, i, sc, ps))
         return; /* --state: a plain file read on from where the last run stopped */
     unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
@@ -471,10 +526,11 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         /* stdin is one stream: a second "-" would make two workers split one pipe between them */
         if (strcmp(paths[i], "-") == 0 && stdin_seen++)
             continue;
-        if (expand(&files, paths[i], 0) != 0) {
+        if (expand(s, &files, paths[i], 0) != 0) {
             for (size_t k = 0; k < files.n; k++)
                 free(files.v[k]);
             free(files.v);
+            free(files.how);
             return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
         }
     }
@@ -484,6 +540,7 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         for (size_t k = 0; k < files.n; k++)
             free(files.v[k]);
         free(files.v);
+        free(files.how);
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     }
     s->units = g;
@@ -492,10 +549,13 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         scan_unit *u = &s->units[s->n_units++];
         memset(u, 0, sizeof *u);
         u->path = files.v[k];
+        u->walked = files.how[k] == WALKED;
+        u->empty_dir = files.how[k] == EMPTY_DIR;
         if (!(u->st = story_new()))
             st = OOMSCAN_ERR_NOMEM;
     }
     free(files.v);
+    free(files.how);
     if (!st && s->state)
         st = state_plan(s);
     if (st)
@@ -580,6 +640,15 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
 
 size_t oomscan_scan_input_errors(const oomscan_scan *s) { return s->n_errors; }
 const char *oomscan_scan_input_error(const oomscan_scan *s, size_t i) { return i < s->n_errors ? s->errors[i] : NULL; }
+
+void oomscan_scan_input_counts(const oomscan_scan *s, oomscan_input_counts *out)
+{
+    result_tally t;
+    result_tally_inputs(s->recs, s->n_recs, &t);
+    *out = (oomscan_input_counts){.read = t.read, .unreadable = t.unreadable, .binary = t.binary,
+                                  .excluded = s->excluded, .too_large = s->too_large, .own_output = t.own_output,
+                                  .bytes = t.bytes, .lines = t.lines};
+}
 
 size_t oomscan_scan_finding_count(const oomscan_scan *s)
 {

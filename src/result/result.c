@@ -24,6 +24,24 @@ tax_framework result_framework(const uint32_t votes[FW__COUNT], const finding *f
     return (tax_framework)best;
 }
 
+void result_tally_inputs(const input_record *in, size_t n, result_tally *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        const char *c = in[i].container ? in[i].container : "";
+        if (in[i].status == INPUT_ERROR)
+            out->unreadable++;
+        else if (strcmp(c, "binary") == 0)
+            out->binary++;
+        else if (strcmp(c, "oomscan") == 0)
+            out->own_output++;
+        else
+            out->read++;
+        out->bytes += in[i].bytes;
+        out->lines += in[i].lines;
+    }
+}
+
 void result_finding_clear(result_finding *rf)
 {
     if (!rf)
