@@ -122,6 +122,10 @@ typedef struct {
     const char *const *exclude;
     size_t n_exclude;
     uint64_t max_filesize;
+    /* The name standard input's findings and record carry (grep's --label), borrowed (it must outlive
+     * the scan); NULL: "<stdin>".
+     * It is read as a file name would be: "slurm-1234.out" names the job. */
+    const char *stdin_label;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;
@@ -185,7 +189,8 @@ typedef struct {
     unsigned width; /* text only: lines fitted to this many columns; 0 means 80 */
 } oomscan_output;
 
-/* Write the whole result. For NDJSON, writes every finding not yet written or changed since. */
+/* Write the whole result. For NDJSON, writes every finding not yet written or changed since, then an
+ * "input" record for each input not read cleanly (docs/output.md, "NDJSON records"). */
 oomscan_status oomscan_scan_write(oomscan_scan *scan, const oomscan_output *out, oomscan_write_fn fn,
                                   void *ud);
 
@@ -204,8 +209,9 @@ oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *scan, oomscan_write
  * records go to `fn` as soon as each finding is complete (`flush_ms` of quiet, 0 = 2000, or enough
  * lines after it), one call per record; updates follow when later input changes a finding. Returns
  * after the end of the stream or oomscan_scan_cancel(), having written every record (the last record
- * per id is the final state). Plain text only: compressed data is an input error. Use on a fresh scan,
- * instead of oomscan_scan_paths. */
+ * per id is the final state). Compressed or archived data on stdin (a gzip file through a pipe) is decoded
+ * and scanned as a file is, its records written at its end; with `follow` it is an input error. Use on a
+ * fresh scan, instead of oomscan_scan_paths. */
 oomscan_status oomscan_scan_stream(oomscan_scan *scan, const char *path, int follow, unsigned flush_ms,
                                    oomscan_write_fn fn, void *ud, oomscan_diag *diag);
 

@@ -99,6 +99,7 @@ printf 'not json\n' > junk.ndjson
 [ $rc -eq 2 ] && ok || bad "bad merge input: exit $rc, want 2"
 grep -q 'junk.ndjson: line 1' bad.err && ok || bad "bad line not named: $(cat bad.err)"
 grep -q 'missing.ndjson' bad.err && ok || bad "missing file not named"
-[ "$(wc -l < bad.ndjson)" -eq "$(wc -l < n1.ndjson)" ] && ok || bad "good input lost next to bad input"
+[ "$(grep -vc '"type":"input"' bad.ndjson)" -eq "$(wc -l < n1.ndjson)" ] && ok || bad "good input lost next to bad input"
+[ "$(grep -c '"type":"input"' bad.ndjson)" -eq 2 ] && ok || bad "the bad merge inputs are not input records"
 
 finish merge

@@ -6,6 +6,12 @@ set -u
 oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
+# jq -e on stdin or FILE, false on no input at all (jq 1.6 -e says true to nothing)
+jqe() {
+  n=$((n + 1)); cat ${2:+"$2"} > "$t/jqe.$n"
+  [ -s "$t/jqe.$n" ] && jq -e "$1" "$t/jqe.$n" > /dev/null
+}
+n=0
 job="$src/fixtures/realjobs/slurm_torchrun_oom"
 
 # ---- item 9: a batch NDJSON run writes each finding once, final; compact unless asked ----------------
@@ -19,7 +25,7 @@ job="$src/fixtures/realjobs/slurm_torchrun_oom"
   bad "batch ndjson: jq's roots are not the document's"
 [ "$(wc -l < "$t/batch.ndjson")" -eq "$(jq '.findings | length' "$t/batch.json")" ] && ok ||
   bad "batch ndjson: $(wc -l < "$t/batch.ndjson") records for $(jq '.findings | length' "$t/batch.json") findings"
-jq -e -s 'all(.[]; .remediation.id != null and (.remediation | has("steps") | not))' "$t/batch.ndjson" > /dev/null &&
+jq -e -s 'length > 0 and all(.[]; .remediation.id != null and (.remediation | has("steps") | not))' "$t/batch.ndjson" > /dev/null &&
   ok || bad "batch ndjson: a record carries the whole checklist, or no checklist id"
 "$oomscan" -f ndjson --full-checklist "$job" > "$t/full.ndjson"
 [ "$(jq -c '[.id, .remediation.steps]' "$t/full.ndjson" | sort)" = \
@@ -40,7 +46,7 @@ grep -q "empty.*no file to scan" "$t/e.err" && grep -q "nothing scanned" "$t/e.e
 ! grep -q "No failure found" "$t/e.out" && grep -q "^Nothing scanned" "$t/e.out" && ok ||
   bad "empty folder: the report says: $(cat "$t/e.out")"
 "$oomscan" -f json "$t/empty" > "$t/e.json" 2> /dev/null
-jq -e '.inputs[0].status == "error"' "$t/e.json" > /dev/null && ok || bad "empty folder: not an error input in JSON"
+jqe '.inputs[0].status == "error"' "$t/e.json" && ok || bad "empty folder: not an error input in JSON"
 "$oomscan" "$t/no-such-dir" > "$t/m.out" 2> "$t/m.err"; rc=$?
 [ $rc -eq 2 ] && ! grep -q "No failure found" "$t/m.out" && grep -q "nothing scanned" "$t/m.err" && ok ||
   bad "missing path: exit $rc, report: $(cat "$t/m.out"), stderr: $(cat "$t/m.err")"
@@ -68,28 +74,54 @@ python3 -c 'import json,struct,sys
 h = json.dumps({"w": {"dtype": "F32", "shape": [4096], "data_offsets": [0, 16384]}}).encode()
 sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + bytes(16384))' > "$t/run/ckpt/model.safetensors"
 "$oomscan" -f json "$t/run" > "$t/b.json" 2> /dev/null
-jq -e '[.inputs[] | select(.path | endswith("model.safetensors"))][0] | .container == "binary" and .lines == 0' \
-  "$t/b.json" > /dev/null && ok || bad "a checkpoint in a folder was read: $(jq -c '.inputs' "$t/b.json")"
+jqe '[.inputs[] | select(.path | endswith("model.safetensors"))][0] | .container == "binary" and .lines == 0' \
+  "$t/b.json" && ok || bad "a checkpoint in a folder was read: $(jq -c '.inputs' "$t/b.json")"
 "$oomscan" "$t/run" 2> /dev/null | head -n 1 | grep -q "1 skipped (1 binary)" && ok ||
   bad "the summary line does not count the binary file: $("$oomscan" "$t/run" 2> /dev/null | head -n 1)"
-"$oomscan" -f json --binary "$t/run" | jq -e '[.inputs[] | select(.container == "binary")] | length == 0' > /dev/null &&
+"$oomscan" -f json --binary "$t/run" | jqe '[.inputs[] | select(.container == "binary")] | length == 0' &&
   ok || bad "--binary: the checkpoint is still skipped"
-"$oomscan" -f json "$t/run/ckpt/model.safetensors" 2> /dev/null | jq -e '.inputs[0].container == "text"' > /dev/null &&
+"$oomscan" -f json "$t/run/ckpt/model.safetensors" 2> /dev/null | jqe '.inputs[0].container == "text"' &&
   ok || bad "a binary file named on the command line is not read"
-"$oomscan" -f json --exclude '*.safetensors' "$t/run" | jq -e '.skipped.excluded == 1 and (.inputs | length) == 1' > /dev/null &&
+"$oomscan" -f json --exclude '*.safetensors' "$t/run" | jqe '.skipped.excluded == 1 and (.inputs | length) == 1' &&
   ok || bad "--exclude: the checkpoint is not left out"
-"$oomscan" -f json --exclude ckpt "$t/run" | jq -e '.skipped.excluded == 1 and (.inputs | length) == 1' > /dev/null &&
+"$oomscan" -f json --exclude ckpt "$t/run" | jqe '.skipped.excluded == 1 and (.inputs | length) == 1' &&
   ok || bad "--exclude of a folder: it is still walked"
-"$oomscan" -f json --binary --max-filesize 8K "$t/run" | jq -e '.skipped.too_large == 1 and (.inputs | length) == 1' > /dev/null &&
+"$oomscan" -f json --binary --max-filesize 8K "$t/run" | jqe '.skipped.too_large == 1 and (.inputs | length) == 1' &&
   ok || bad "--max-filesize 8K: the 16 KiB checkpoint is not left out"
 # a log is not binary for a lone NUL (PyTorch's DataLoader writes one) or a crashed node's zeros after it
 { cat "$src/fixtures/golden/verl-log-prob-oom.log"; head -c 5000 /dev/zero; } > "$t/run/crashed.log"
-"$oomscan" -f json "$t/run" | jq -e '[.inputs[] | select(.path | endswith("crashed.log"))][0].container == "text"' > /dev/null &&
+"$oomscan" -f json "$t/run" | jqe '[.inputs[] | select(.path | endswith("crashed.log"))][0].container == "text"' &&
   ok || bad "a log followed by a crashed node's zeros was skipped as binary"
-"$oomscan" -f json "$src/fixtures/realjobs/dataloader_bus_error" | jq -e '[.inputs[] | select(.container == "binary")] | length == 0' \
-  > /dev/null && ok || bad "a log with the DataLoader's NUL was skipped as binary"
+"$oomscan" -f json "$src/fixtures/realjobs/dataloader_bus_error" | jqe '[.inputs[] | select(.container == "binary")] | length == 0' && ok || bad "a log with the DataLoader's NUL was skipped as binary"
 "$oomscan" "$t/run/ckpt" > "$t/o.out" 2> "$t/o.err"; rc=$?
 [ $rc -eq 2 ] && grep -q "nothing scanned (1 binary" "$t/o.err" && ok ||
   bad "a folder of checkpoints only: exit $rc, $(cat "$t/o.err")"
+
+# ---- item 10: streams behave like files ---------------------------------------------------------------
+log="$src/fixtures/golden/verl-log-prob-oom.log"
+"$oomscan" -f ndjson "$log" | jq -c '[.id, .class]' > "$t/file.ids"
+gzip -c "$log" | "$oomscan" -f ndjson > "$t/gz.ndjson" 2> "$t/gz.err"; rc=$?
+[ $rc -eq 1 ] && [ "$(jq -c '[.id, .class]' "$t/gz.ndjson")" = "$(cat "$t/file.ids")" ] && ok ||
+  bad "gzip through a pipe, -f ndjson: exit $rc, $(head -c 200 "$t/gz.ndjson") $(cat "$t/gz.err")"
+tar czf - -C "$src/fixtures/golden" verl-log-prob-oom.log | "$oomscan" -f ndjson | jq -e -s \
+  'length > 0 and all(.[]; .source.member == "verl-log-prob-oom.log")' > /dev/null && ok ||
+  bad "a tar.gz through a pipe, -f ndjson: its members are not read"
+# --label names stdin, and is read as a file name is (the job of slurm-N.out)
+"$oomscan" -f json --label slurm-4242.out < "$log" > "$t/l.json"
+jqe '.inputs[0].path == "slurm-4242.out" and .findings[0].job == "4242"' "$t/l.json" && ok ||
+  bad "--label: $(jq -c '[.inputs[0].path, .findings[0].job]' "$t/l.json")"
+cat "$log" | "$oomscan" -f ndjson --label rank3.log | jqe '.source.path == "rank3.log" and .context.rank == 3' &&
+  ok || bad "--label on a live stream does not name it"
+# an unchanged --state re-run has nothing new: exit 0 (docs/streaming.md)
+"$oomscan" -f ndjson --state "$t/st" "$log" > /dev/null; rc1=$?
+"$oomscan" -f ndjson --state "$t/st" "$log" > "$t/again.ndjson"; rc2=$?
+[ $rc1 -eq 1 ] && [ $rc2 -eq 0 ] && [ ! -s "$t/again.ndjson" ] && ok || bad "--state re-run: exit $rc1 then $rc2"
+# unreadable inputs are records too, so NDJSON alone tells what was not scanned
+"$oomscan" -f ndjson "$log" "$t/no-such.log" "$t/empty" > "$t/in.ndjson" 2> /dev/null; rc=$?
+[ $rc -eq 2 ] && [ "$(jq -r 'select(.type == "input") | [.path, .status] | join(" ")' "$t/in.ndjson" | sed "s|$t/||")" = \
+  "no-such.log error
+empty error" ] && ok || bad "input records: exit $rc, $(jq -c 'select(.type == "input")' "$t/in.ndjson")"
+"$oomscan" merge -f json "$t/in.ndjson" | jqe '.findings | length == 1' && ok ||
+  bad "merge does not skip input records"
 
 finish shell

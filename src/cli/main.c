@@ -41,6 +41,7 @@ static void usage(FILE *f)
           "  -v, --verbose         every finding and input;  -q, --quiet: exit status only\n"
           "      --color WHEN      auto (a terminal, not TERM=dumb), always or never\n"
           "      --job-id ID       the job's id, for findings whose logs state none\n"
+          "      --label NAME      the name standard input is read under (\"<stdin>\")\n"
           "      --follow FILE     follow FILE as it grows, NDJSON as findings complete\n"
           "      --state FILE      report only what earlier runs with FILE did not\n"
           "      --full-checklist  NDJSON: every step, not only the checklist id\n"
@@ -92,9 +93,13 @@ static int write_file(void *ud, const char *data, size_t len)
     return 0;
 }
 
+/* NDJSON records written by this run: with --state, 1 means "something new" (docs/streaming.md) */
+static size_t g_records;
+
 static int write_ndjson_flush(void *ud, const char *data, size_t len)
 {
     FILE *f = ud;
+    g_records += len && data[len - 1] == '\n';
     if (fwrite(data, 1, len, f) != len)
         return write_failed_now();
     /* each finding line is complete when written: a shipper reading the pipe sees it now */
@@ -184,6 +189,7 @@ enum {
     OPT_BINARY,
     OPT_EXCLUDE,
     OPT_MAX_FILESIZE,
+    OPT_LABEL,
 };
 
 /* N[KMGT] (powers of 1024), N > 0, into *out. Returns 0, or -1. */
@@ -254,7 +260,7 @@ static void on_stop_signal(int sig)
 /* What the command line asks for. */
 typedef struct {
     oomscan_output out;
-    const char *outfile, *explain, *job_id, *follow, *state_file;
+    const char *outfile, *explain, *job_id, *follow, *state_file, *label;
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
@@ -292,6 +298,7 @@ static const struct option longopts[] = {
     {"binary", no_argument, NULL, OPT_BINARY},
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"max-filesize", required_argument, NULL, OPT_MAX_FILESIZE},
+    {"label", required_argument, NULL, OPT_LABEL},
     {NULL, 0, NULL, 0},
 };
 
@@ -402,6 +409,13 @@ static int parse_options(int argc, char **argv, cli_opts *o)
             break;
         case OPT_FULL_CHECKLIST: o->full_checklist = 1; break;
         case OPT_BINARY: o->binary = 1; break;
+        case OPT_LABEL:
+            if (!*optarg) {
+                fprintf(stderr, "oomscan: --label takes a name\n");
+                return EXIT_TROUBLE;
+            }
+            o->label = optarg;
+            break;
         case OPT_EXCLUDE:
             if (o->n_exclude == sizeof o->exclude / sizeof *o->exclude) {
                 fprintf(stderr, "oomscan: too many --exclude (64 at most)\n");
@@ -473,7 +487,8 @@ static unsigned report_width(int to_file)
 /* -q: the report goes nowhere, only the exit status tells */
 static int write_nothing(void *ud, const char *data, size_t len)
 {
-    (void)ud, (void)data, (void)len;
+    (void)ud;
+    g_records += len && data[len - 1] == '\n'; /* what would have been written still counts */
     return 0;
 }
 
@@ -615,7 +630,8 @@ int main(int argc, char **argv)
     int broken = 0; /* the reader of a live stream went away */
     oomscan_options opt = {
         .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist,
-        .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize};
+        .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize,
+        .stdin_label = o.label};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
     int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
     if (show_progress)
@@ -673,7 +689,8 @@ int main(int argc, char **argv)
         oomscan_status wst = OOMSCAN_OK;
         if (!broken)
             wst = oomscan_scan_write(scan, &out, report_fn, dest);
-        if (!rc && oomscan_scan_finding_count(scan) > 0)
+        /* --state reports only what earlier runs did not: a re-run with nothing new found nothing new */
+        if (!rc && oomscan_scan_finding_count(scan) > 0 && (!state || g_records > 0))
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
             rc = EXIT_TROUBLE;

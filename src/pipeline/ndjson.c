@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "emit/emit.h"
 #include "pipeline/record.h"
 #include "result/result.h"
 
@@ -159,6 +160,22 @@ static oomscan_status write_record(cJSON *j, oomscan_write_fn fn, void *ud)
     int bad = fn(ud, line, len + 1);
     free(line);
     return bad ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+}
+
+oomscan_status ndjson_emit_inputs(struct oomscan_scan *s, oomscan_write_fn fn, void *ud)
+{
+    oomscan_status st = OOMSCAN_OK;
+    for (; s->inputs_written < s->n_recs && !st; s->inputs_written++) {
+        const input_record *in = &s->recs[s->inputs_written];
+        if (in->status == INPUT_OK)
+            continue;
+        cJSON *j = emit_input_json(in);
+        if (!j)
+            return OOMSCAN_ERR_NOMEM;
+        cJSON_AddStringToObject(j, "type", "input");
+        st = write_record(j, fn, ud);
+    }
+    return st;
 }
 
 oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,

@@ -388,9 +388,12 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     const oomscan_limits *l = &s->opt.limits;
     input_limits lim = {.max_bytes = l->max_bytes, .max_ratio = l->max_ratio, .max_members = l->max_members,
                         .max_depth = l->max_depth, .stop = &s->cancel};
-    oomscan_status st = input_open_limited(u->path, &lim, on_source, &c, &d);
+    int is_stdin = strcmp(u->path, "-") == 0;
+    oomscan_status st = is_stdin && s->opt.stdin_label
+                            ? input_open_fd_after(STDIN_FILENO, s->opt.stdin_label, NULL, 0, &lim, on_source, &c, &d)
+                            : input_open_limited(u->path, &lim, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
-        const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
+        const char *name = !is_stdin ? u->path : s->opt.stdin_label ? s->opt.stdin_label : "<stdin>";
         input_record *r = session_add_record(&u->recs, &u->n_recs, name, NULL);
         if (r) {
             r->status = INPUT_ERROR;
@@ -491,7 +494,8 @@ static void *worker(void *arg)
         if (s->cancel) {
             /* stopped by a signal: the inputs not begun are listed as not read, the report says so */
             scan_unit *u = &s->units[i];
-            input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path : "<stdin>", NULL);
+            input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path
+                                                     : s->opt.stdin_label ? s->opt.stdin_label : "<stdin>", NULL);
             if (r) {
                 r->status = INPUT_ERROR;
                 r->error = strdup("not read: interrupted before this input");
@@ -683,8 +687,10 @@ oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn
 oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
     session_finish(s);
-    if (out->format == OOMSCAN_FMT_NDJSON)
-        return oomscan_scan_write_ndjson_delta(s, fn, ud);
+    if (out->format == OOMSCAN_FMT_NDJSON) { /* the findings, then what could not be scanned */
+        oomscan_status st = oomscan_scan_write_ndjson_delta(s, fn, ud);
+        return st ? st : ndjson_emit_inputs(s, fn, ud);
+    }
     result_scan view;
     session_result_scan(s, &view);
     /* the JSON document takes findings one at a time: advice is asked as each is written */

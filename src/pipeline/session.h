@@ -58,6 +58,7 @@ struct oomscan_scan {
     size_t extra_inputs;         /* inputs behind merged records or a stream (they have no unit) */
     int findings_capped;         /* the whole run's findings limit was reached and said so */
     size_t excluded, too_large;  /* files not read: an exclude glob matched, larger than max_filesize */
+    size_t inputs_written;       /* input records looked at by ndjson_emit_inputs so far */
     /* workers */
     pthread_mutex_t mu;
     pthread_cond_t cv;
