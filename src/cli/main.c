@@ -40,6 +40,7 @@ static void usage(FILE *f)
           "  -j, --jobs N          scan N inputs in parallel (default: all cores)\n"
           "  -v, --verbose         every finding and input;  -q, --quiet: exit status only\n"
           "      --color WHEN      auto (a terminal, not TERM=dumb), always or never\n"
+          "      --no-progress     no progress line on a terminal (shown after a second)\n"
           "      --job-id ID       the job's id, for findings whose logs state none\n"
           "      --label NAME      the name standard input is read under (\"<stdin>\")\n"
           "      --follow FILE     follow FILE as it grows, NDJSON as findings complete\n"
@@ -190,6 +191,7 @@ enum {
     OPT_EXCLUDE,
     OPT_MAX_FILESIZE,
     OPT_LABEL,
+    OPT_NO_PROGRESS,
 };
 
 /* N[KMGT] (powers of 1024), N > 0, into *out. Returns 0, or -1. */
@@ -264,7 +266,7 @@ typedef struct {
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
-    int check, list, quiet, merge_mode, full_checklist, binary;
+    int check, list, quiet, merge_mode, full_checklist, binary, no_progress;
     const char *exclude[64];
     size_t n_exclude;
     uint64_t max_filesize;
@@ -299,6 +301,7 @@ static const struct option longopts[] = {
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"max-filesize", required_argument, NULL, OPT_MAX_FILESIZE},
     {"label", required_argument, NULL, OPT_LABEL},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {NULL, 0, NULL, 0},
 };
 
@@ -409,6 +412,7 @@ static int parse_options(int argc, char **argv, cli_opts *o)
             break;
         case OPT_FULL_CHECKLIST: o->full_checklist = 1; break;
         case OPT_BINARY: o->binary = 1; break;
+        case OPT_NO_PROGRESS: o->no_progress = 1; break;
         case OPT_LABEL:
             if (!*optarg) {
                 fprintf(stderr, "oomscan: --label takes a name\n");
@@ -632,8 +636,11 @@ int main(int argc, char **argv)
         .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist,
         .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize,
         .stdin_label = o.label};
-    /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
-    int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
+    /* a progress line for a person watching a long scan: never into a pipe, a file or a stream, nor on
+     * a terminal that cannot erase a line (TERM=dumb, no TERM: \e[K would show as garbage) */
+    const char *term = getenv("TERM");
+    int show_progress = !quiet && !o.no_progress && !follow && !merge_mode && isatty(STDERR_FILENO) && term &&
+                        *term && strcmp(term, "dumb") != 0;
     if (show_progress)
         opt.on_progress = progress_update;
     /* Over files NDJSON is written once, at the end: each finding once, final (docs/streaming.md); a
