@@ -36,7 +36,7 @@ if command -v man > /dev/null; then
   MANWIDTH=80 man --warnings -E UTF-8 -l "$man1" > "$t/man.out" 2> "$t/man.err"
   [ ! -s "$t/man.err" ] && [ -s "$t/man.out" ] && ok || bad "man -l docs/oomscan.1: $(cat "$t/man.err")"
 else
-  bad "man is missing (.ci/setup installs man-db)"
+  bad "man is missing (.ci/test installs man-db)"
 fi
 version=$("$oomscan" --version | cut -d' ' -f2)
 grep -q "^\.TH OOMSCAN 1 [0-9-]* \"oomscan $version\"" "$man1" && ok || bad "docs/oomscan.1 is not for version $version"

@@ -8,7 +8,7 @@ oomscan=$1 src=$2
 epilog="$src/docs/examples/slurm-epilog.sh"
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
-command -v jq > /dev/null || { echo "epilog: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "epilog: jq is missing (.ci/test installs it)"; exit 1; }
 
 mkdir -p "$t/bin" "$t/work dir" "$t/gh"
 # StdOut named without the job id, and with a space: the id must come from the epilog, the path whole
@@ -157,6 +157,6 @@ EOS
     bad "rsyslogd did not get the progress at user.info: $(tail -n 5 "$t/rs/messages" 2>&1)"
   kill $rs 2> /dev/null; wait $rs 2> /dev/null
 else
-  bad "rsyslogd or logger is missing (.ci/setup installs rsyslog)"
+  bad "rsyslogd or logger is missing (.ci/test installs rsyslog)"
 fi
 finish epilog

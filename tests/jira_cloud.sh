@@ -8,7 +8,7 @@ set -u
 oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
-command -v jq > /dev/null || { echo "jira_cloud: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "jira_cloud: jq is missing (.ci/test installs it)"; exit 1; }
 g="$src/fixtures/golden"
 
 # ADF's shape, as Jira Cloud validates it: doc/version 1; block and inline node types it knows; text

@@ -9,7 +9,7 @@ oomscan=$1 src=$2
 oomscan=$(abspath "$oomscan")
 g="$src/fixtures/golden"
 for tool in promtool prometheus-node-exporter curl jq; do
-  command -v $tool > /dev/null || { echo "openmetrics: SKIP: $tool is missing (.ci/setup installs it)"; exit 77; }
+  command -v $tool > /dev/null || { echo "openmetrics: SKIP: $tool is missing (.ci/test installs it)"; exit 77; }
 done
 
 n=0

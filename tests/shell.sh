@@ -124,4 +124,15 @@ empty error" ] && ok || bad "input records: exit $rc, $(jq -c 'select(.type == "
 "$oomscan" merge -f json "$t/in.ndjson" | jqe '.findings | length == 1' && ok ||
   bad "merge does not skip input records"
 
+# ---- item 16: .ci/setup installs what building and running needs; the tests' world is .ci/test's -----
+setup="$src/.ci/setup" citest="$src/.ci/test"
+for p in slurmd munge rsyslog prometheus python3-torch clang check jq zsh; do
+  ! grep -v '^ *#' "$setup" | grep -Eq "(^|[ (])$p([ )\`]|-|$)" && ok || bad ".ci/setup installs $p, which only the tests need"
+  grep -Eq "(^|[ (])$p([ )\`]|-|$)" "$citest" && ok || bad ".ci/test does not install $p"
+done
+grep -q -- '-DOOMSCAN_TESTS=OFF' "$setup" && ok || bad ".ci/setup builds the test suite (it needs Check)"
+[ "$(grep -o 'bash \.ci/[a-z]*' "$src/.ci/run" | tr '\n' ' ')" = "bash .ci/setup bash .ci/test " ] && ok ||
+  bad ".ci/run is not setup then test"
+grep -q 'DOOMSCAN_TESTS=OFF' "$src/README.md" && ok || bad "the README gives no build-only line"
+
 finish shell
