@@ -187,6 +187,9 @@ typedef struct {
     const char *jira_project;   /* jira style: fields.project.key, required (else OOMSCAN_ERR_USAGE) */
     const char *jira_issuetype; /* jira style: fields.issuetype.name; NULL means "Bug" */
     unsigned width; /* text only: lines fitted to this many columns; 0 means 80 */
+    /* openmetrics only: the run's time, Unix seconds, as oomscan_last_run_timestamp_seconds; 0: the
+     * gauge is not written (the library reads no clock: the same logs give the same bytes) */
+    long long run_time;
 } oomscan_output;
 
 /* Write the whole result. For NDJSON, writes every finding not yet written or changed since, then an

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "oomscan.h"
@@ -626,6 +627,9 @@ int main(int argc, char **argv)
     }
     out.color = want_color(o.color_mode, outfile != NULL);
     out.width = report_width(outfile != NULL);
+    /* SOURCE_DATE_EPOCH (reproducible-builds.org) pins the time, so the same logs give the same bytes */
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    out.run_time = sde && *sde ? strtoll(sde, NULL, 10) : (long long)time(NULL);
     /* -q: no report on standard output (grep's -q); one asked for with -o is still written */
     oomscan_write_fn report_fn = quiet && !outfile ? write_nothing
                                  : out.format == OOMSCAN_FMT_NDJSON ? write_ndjson_flush

@@ -39,8 +39,8 @@ oomscan_status emit_tickets(const result *r, const oomscan_output *out, oomscan_
  * root cause first, numbers and cascade as tables, the checklist as the user types it. */
 oomscan_status emit_markdown(const result *r, oomscan_write_fn fn, void *ud);
 
-/* Counters by class, phase, framework and role, inputs by status, ending in "# EOF"
- * (docs/metrics.md). */
-oomscan_status emit_openmetrics(const result *r, oomscan_write_fn fn, void *ud);
+/* Counters by class, phase, framework and role, inputs by status, jobs scanned by outcome, and (when
+ * `run_time` is not 0) the run's time as a gauge, ending in "# EOF" (docs/metrics.md). */
+oomscan_status emit_openmetrics(const result *r, long long run_time, oomscan_write_fn fn, void *ud);
 
 #endif

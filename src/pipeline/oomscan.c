@@ -700,7 +700,7 @@ oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oo
     oomscan_status st = out->format == OOMSCAN_FMT_TEXT     ? emit_text(r, out->color, out->verbose, out->width, fn, ud)
                         : out->format == OOMSCAN_FMT_TICKET ? emit_tickets(r, out, fn, ud)
                         : out->format == OOMSCAN_FMT_MARKDOWN ? emit_markdown(r, fn, ud)
-                        : out->format == OOMSCAN_FMT_OPENMETRICS ? emit_openmetrics(r, fn, ud)
+                        : out->format == OOMSCAN_FMT_OPENMETRICS ? emit_openmetrics(r, out->run_time, fn, ud)
                                                             : emit_json_write(r, fn, ud);
     result_free(r);
     return st;
