@@ -92,7 +92,12 @@ done
 [ "$(wc -L < "$t/out")" -le 80 ] && ok || bad "not a terminal: lines of $(wc -L < "$t/out") columns (max 80)"
 grep -q '^  > .*…$' "$t/out" && ok || bad "the evidence is not cut with an ellipsis"
 COLUMNS=50 "$oomscan" -v "$sample" > "$t/out"
-[ "$(wc -L < "$t/out")" -le 50 ] && ok || bad "COLUMNS=50: lines of $(wc -L < "$t/out") columns"
+# past the width only what cannot be broken and pasted: a setting or command line (seven-space indent),
+# or a single word such as a path
+awk 'length($0) > 50 && !/^       [^ ]/ && !/^ *[^ ]+$/' "$t/out" > "$t/long"
+[ ! -s "$t/long" ] && ok || bad "COLUMNS=50: prose lines past 50 columns: $(cat "$t/long")"
+grep -q '^       actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu' "$t/out" || grep -q 'log_prob_micro_batch_size_per_gpu$' "$t/out" &&
+  ok || bad "COLUMNS=50: a setting was broken"
 # colour by default only on a terminal that shows it: not with TERM=dumb, not with NO_COLOR
 if command -v script > /dev/null; then
   TERM=xterm script -qec "'$oomscan' '$sample' 2>/dev/null" /dev/null > "$t/tty" 2>&1

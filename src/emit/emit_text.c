@@ -24,7 +24,7 @@ typedef struct {
     unsigned width;
     char *line; /* the line being written, fitted to the width at its newline */
     size_t n, cap;
-    int cut; /* the line is cut, not wrapped (evidence) */
+    int cut; /* TEXTFIT_CUT: cut, not wrapped (evidence); TEXTFIT_KEEP: whole (a setting to paste) */
     char esc[6][8192]; /* E()'s buffers, used in turn: enough for the arguments of one w() */
     int next;
     sink pieces; /* w()'s formatting, into pieces_in */
@@ -94,6 +94,7 @@ static const char *c_(const out *o, const char *code) { return o->color ? code :
 #define BOLD "\033[1m"
 #define RED "\033[31m"
 #define YEL "\033[33m"
+#define CYAN "\033[36m" /* settings and commands, set apart from prose */
 #define DIM "\033[2m"
 #define RST "\033[0m"
 
@@ -213,8 +214,11 @@ static void advice(out *o, const result_finding *rf)
             {
                 /* as the user types it (advice/setting.h), "32 -> 16" when the log printed the value */
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
-                if (cJSON_IsString(t))
-                    w(o, "       %s\n", E(o, t->valuestring));
+                if (cJSON_IsString(t)) {
+                    /* set apart from prose, whole on its own line: it is pasted, never broken */
+                    o->cut = TEXTFIT_KEEP;
+                    w(o, "       %s%s%s\n", c_(o, CYAN), E(o, t->valuestring), c_(o, RST));
+                }
             }
         }
     }
