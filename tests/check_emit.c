@@ -325,7 +325,9 @@ static void assert_fitted(const char *b, unsigned width, const char *what)
         while (q < nl && (*q == ' ' || *q == '\033' || *q == '[' || (*q >= '0' && *q <= '9') || *q == 'm'))
             q++; /* the indent and the colour before the text */
         int paste = strncmp(p, "       ", 7) == 0 || !memchr(q, ' ', (size_t)(nl - q));
-        ck_assert_msg(cols <= width || paste, "%s: a line of %zu columns (max %u): %.*s", what, cols, width,
+        /* a quoted line keeps a number it would cut with its unit, up to 24 columns past */
+        int figure = strstr(p, "> ") && strstr(p, "> ") < nl && cols <= width + 24;
+        ck_assert_msg(cols <= width || paste || figure, "%s: a line of %zu columns (max %u): %.*s", what, cols, width,
                       (int)(nl - p), p);
         const char *last = NULL;
         for (const char *e = p; (e = memchr(e, '\033', (size_t)(nl - e))); e++)
@@ -394,7 +396,9 @@ START_TEST(test_emit_text_fits_width)
         oomscan_output out = {.format = OOMSCAN_FMT_TEXT, .color = 1, .verbose = 1, .width = widths[i]};
         char *b = render_out(FIXTURE("golden/verl-log-prob-oom.log"), &out);
         assert_fitted(b, widths[i] ? widths[i] : 80, widths[i] ? "50 columns" : "default");
-        ck_assert_msg(strstr(b, "> torch.OutOfMemoryError: CUDA out of memory.") && strstr(b, "\xe2\x80\xa6"),
+        /* at 50 columns the quote starts at the part that names the class (issue 33 item 5) */
+        ck_assert_msg((strstr(b, "> torch.OutOfMemoryError: CUDA out of memory.") ||
+                       strstr(b, "> \xe2\x80\xa6" "CUDA out of memory. Tried to allocate 13.91 GiB.")) && strstr(b, "\xe2\x80\xa6"),
                       "evidence not cut with an ellipsis:\n%s", b);
         free(b);
     }

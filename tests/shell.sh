@@ -135,4 +135,14 @@ grep -q -- '-DOOMSCAN_TESTS=OFF' "$setup" && ok || bad ".ci/setup builds the tes
   bad ".ci/run is not setup then test"
 grep -q 'DOOMSCAN_TESTS=OFF' "$src/README.md" && ok || bad "the README gives no build-only line"
 
+# ---- item 5: the quote keeps the class and the numbers; the rank that failed; the other windows ------
+"$oomscan" "$job" > "$t/q.out" 2> /dev/null
+grep -q "^  > .*DefaultCPUAllocator: can't allocate memory: you tried to allocate 268435456 bytes" "$t/q.out" && ok ||
+  bad "the quote lost the class and the size: $(grep '^  > ' "$t/q.out")"
+tr -s ' \n' '  ' < "$t/q.out" | grep -q "during the backward pass on local rank 1" && ok ||
+  bad "the single-node torchrun rank ([default1]:) is not named: $(sed -n '/^Root cause/,+1p' "$t/q.out")"
+tr -s ' \n' '  ' < "$t/q.out" > "$t/q.joined"
+grep -q "also error_file: [^ ]*attempt_0/1/error.json:1 also log: [^ ]*attempt_0/1/stderr.log:13" "$t/q.joined" &&
+  ok || bad "the other windows are not listed: $(sed -n '/^Root cause/,+8p' "$t/q.out")"
+
 finish shell

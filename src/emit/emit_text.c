@@ -150,6 +150,28 @@ static void snapshot_line(out *o, const finding *f)
     }
 }
 
+/* Where the quoted failure line starts: at the part that carries the class and the numbers (the
+ * pattern's literal, from the sentence it opens), when the start of the line would push it past the
+ * width ("[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory:
+ * you tried to allocate 268435456 bytes" lost all of it). 0 when the line's start will do. */
+static size_t quote_start(const finding *f, const char *line, unsigned width)
+{
+    const char *best = NULL;
+    for (size_t i = 0; i < f->pattern->n_literals; i++) {
+        const char *p = strcasestr(line, f->pattern->literals[i]);
+        if (p && (!best || p < best))
+            best = p;
+    }
+    size_t at = best ? (size_t)(best - line) : 0;
+    if (!best || at + strlen(f->pattern->literals[0]) + 8 < (width > 40 ? width - 12 : 28))
+        return 0; /* it shows already */
+    /* back to the start of its sentence or clause, if near: ". ", ": ", "] " */
+    size_t b = at;
+    while (b > 0 && at - b < 40 && !(line[b - 1] == ' ' && b >= 2 && strchr(".:]", line[b - 2])))
+        b--;
+    return b > 0 && at - b < 40 ? b : at;
+}
+
 static void sentence(out *o, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -166,6 +188,12 @@ static void sentence(out *o, const result_finding *rf)
     if (f->ranks.n > 1)
         w(o, " on %zu ranks", f->ranks.n);
     w(o, "\n");
+    /* the other windows the same failure was seen through (result.h: the reported one first) */
+    for (size_t k = 1; k < rf->n_sources && k <= 3; k++)
+        w(o, "  also %s: %s:%llu\n", rf->sources[k].kind, E(o, rf->sources[k].path),
+          (unsigned long long)rf->sources[k].line);
+    if (rf->n_sources > 4)
+        w(o, "  and %zu more windows (-f json: sources)\n", rf->n_sources - 4);
     if (nums[0])
         w(o, "  numbers: %s\n", E(o, nums));
     xid_line(o, f);
@@ -174,7 +202,8 @@ static void sentence(out *o, const result_finding *rf)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));
     if (f->n_evidence) {
         o->cut = 1; /* one line of the log, cut at a word to the width */
-        w(o, "  %s> %s%s\n", c_(o, DIM), E_(o, f->evidence[0], 2000), c_(o, RST));
+        size_t from = quote_start(f, f->evidence[0], o->width);
+        w(o, "  %s> %s%s%s\n", c_(o, DIM), from ? "\xe2\x80\xa6" : "", E_(o, f->evidence[0] + from, 2000), c_(o, RST));
     }
     if (f->note)
         w(o, "  note: %s\n", E(o, f->note));

@@ -59,6 +59,8 @@ void report_title(const finding *f, char *buf, size_t cap)
         append(buf, cap, " during %s", tax_phase_human(f->phase));
     if (f->rank[0])
         append(buf, cap, " on rank %s", f->rank);
+    else if (f->local_rank[0]) /* single-node torchrun's [default1]:, attempt_0/1/ */
+        append(buf, cap, " on local rank %s", f->local_rank);
     else if (f->host[0])
         append(buf, cap, " on %s", f->host);
 }
@@ -77,6 +79,8 @@ void report_sentence(const finding *f, char *buf, size_t cap)
     }
     if (f->rank[0])
         append(buf, cap, " on rank %s", f->rank);
+    else if (f->local_rank[0])
+        append(buf, cap, " on local rank %s", f->local_rank);
     /* a kubectl --prefix line's host is its pod: say so, with the container */
     if (f->host[0] && f->container[0]) {
         append(buf, cap, " (pod %s", f->host);

@@ -164,10 +164,22 @@ int textfit_line(const char *s, size_t len, unsigned width, int mode, oomscan_wr
         /* room for the ellipsis; back to the blank before the word that does not fit, unless that
          * throws away more than a third of the line */
         size_t end = advance(s, 0, len, wcols - 1), b = end;
-        while (b > 0 && s[b] != ' ')
+        while (b > 0 && !breaks_at(s, b, len)) /* never between a number and its unit */
             b--;
         if (b > 0 && textfit_columns(s, b) >= (wcols * 2) / 3)
             end = b;
+        /* a number the cut would drop goes with its unit: the quote keeps its figures ("you tried to
+         * allocate 268435456 bytes"), a few columns past the width */
+        if (end < len && s[end] == ' ' && end + 1 < len && s[end + 1] >= '0' && s[end + 1] <= '9') {
+            size_t e = end + 1;
+            while (e < len && s[e] != ' ')
+                e++;
+            if (e < len && unit_after(s, e, len))
+                for (e++; e < len && s[e] != ' '; e++)
+                    ;
+            if (textfit_columns(s + end, e - end) <= 24)
+                end = e;
+        }
         while (end > 0 && s[end - 1] == ' ')
             end--;
         put_span(&k, s, 0, end);
