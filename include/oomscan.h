@@ -258,6 +258,11 @@ oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_wri
 /* Ids of all checklists, for --explain listing and the docs renderer. */
 size_t oomscan_db_checklist_count(const oomscan_db *db);
 const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i);
+/* The checklist's title ("" when it has none). Borrowed, valid while `db` lives. */
+const char *oomscan_db_checklist_title(const oomscan_db *db, size_t i);
+/* The checklist id closest to `id` by edit distance (a near-miss: "cuda_oom_log_probs"), or NULL when
+ * none is within a third of its length. Borrowed. */
+const char *oomscan_db_checklist_closest(const oomscan_db *db, const char *id);
 
 /* "isa-l" or "zlib". */
 const char *oomscan_gzip_backend(void);

@@ -145,4 +145,13 @@ tr -s ' \n' '  ' < "$t/q.out" > "$t/q.joined"
 grep -q "also error_file: [^ ]*attempt_0/1/error.json:1 also log: [^ ]*attempt_0/1/stderr.log:13" "$t/q.joined" &&
   ok || bad "the other windows are not listed: $(sed -n '/^Root cause/,+8p' "$t/q.out")"
 
+# ---- item 7: --explain suggests the closest id; its list has titles on a terminal --------------------
+"$oomscan" --explain cuda_oom_log_probs > /dev/null 2> "$t/x.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "did you mean cuda_oom-log_probs?" "$t/x.err" && ok || bad "--explain near-miss: exit $rc, $(cat "$t/x.err")"
+"$oomscan" --explain list | grep -qx "cuda_oom-backward" && ok || bad "--explain list into a pipe is not ids alone"
+if command -v script > /dev/null; then
+  script -qec "'$oomscan' --explain list" /dev/null | tr -d '\r' | grep -q "^cuda_oom-backward  *GPU out of memory in the backward pass" &&
+    ok || bad "--explain list on a terminal lists no titles"
+fi
+
 finish shell

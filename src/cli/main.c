@@ -543,10 +543,16 @@ static int load_db(const cli_opts *o, int argc, char **argv, oomscan_db **dbp)
     if (o->explain) {
         int rc = EXIT_NONE;
         if (strcmp(o->explain, "list") == 0) {
+            /* with titles for a person at a terminal; ids alone into a pipe, as ls does, for the
+             * completion and scripts (install.sh, remediation_docs.sh read them) */
+            int titles = isatty(STDOUT_FILENO);
             for (size_t i = 0; i < oomscan_db_checklist_count(db); i++)
-                printf("%s\n", oomscan_db_checklist_id(db, i));
+                printf(titles ? "%-32s %s\n" : "%s\n", oomscan_db_checklist_id(db, i), oomscan_db_checklist_title(db, i));
         } else if (oomscan_explain(db, o->explain, write_file, stdout, &diag) != OOMSCAN_OK) {
-            if (errno != EPIPE) /* a closed pipe is the reader's choice */
+            const char *near = errno == EPIPE ? NULL : oomscan_db_checklist_closest(db, o->explain);
+            if (near)
+                complain("%s: no checklist with this id; did you mean %s? (oomscan --explain list)", o->explain, near);
+            else if (errno != EPIPE) /* a closed pipe is the reader's choice */
                 complain("%s: %s", diag.where, diag.msg);
             rc = EXIT_TROUBLE;
         }

@@ -92,6 +92,53 @@ const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i)
     return db->p->checklists[i].id;
 }
 
+const char *oomscan_db_checklist_title(const oomscan_db *db, size_t i)
+{
+    pdb_load_advice(db->p);
+    const pdb_checklist *c = &db->p->checklists[i];
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c->json ? c->json : c->raw, "title");
+    return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+/* Levenshtein distance of a and b, both at most 127 bytes (longer: a large number). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), row[128];
+    if (na > 127 || nb > 127)
+        return (size_t)-1;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+const char *oomscan_db_checklist_closest(const oomscan_db *db, const char *id)
+{
+    pdb_load_advice(db->p);
+    const char *best = NULL;
+    size_t bd = (size_t)-1;
+    for (size_t i = 0; i < db->p->n_checklists; i++) {
+        size_t d = edit_distance(id, db->p->checklists[i].id);
+        if (d < bd) {
+            bd = d;
+            best = db->p->checklists[i].id;
+        }
+    }
+    return best && bd * 3 <= strlen(id) ? best : NULL;
+}
+
 const char *oomscan_gzip_backend(void) { return input_gzip_backend(); }
 
 oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud, oomscan_diag *diag)
