@@ -126,6 +126,12 @@ typedef struct {
      * the scan); NULL: "<stdin>".
      * It is read as a file name would be: "slurm-1234.out" names the job. */
     const char *stdin_label;
+    /* Which findings are written, by every format (docs/output.md, "Filters"): roots only; only the
+     * classes in `classes` (taxonomy names, comma-separated; NULL: all; an unknown name is
+     * OOMSCAN_ERR_USAGE from oomscan_scan_new); only the job `only_job` (NULL: all). Borrowed. */
+    int roots_only;
+    const char *classes;
+    const char *only_job;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;
@@ -156,7 +162,7 @@ typedef struct {
 } oomscan_input_counts;
 void oomscan_scan_input_counts(const oomscan_scan *scan, oomscan_input_counts *out);
 
-/* Number of findings after grouping and root-cause analysis. */
+/* Number of findings after grouping and root-cause analysis (those the options' filters keep). */
 size_t oomscan_scan_finding_count(const oomscan_scan *scan);
 
 /* ---- output -------------------------------------------------------------------------------- */

@@ -154,4 +154,22 @@ if command -v script > /dev/null; then
     ok || bad "--explain list on a terminal lists no titles"
 fi
 
+# ---- item 13: filters people reach for: --roots, --class, --job ------------------------------------
+casc="$src/fixtures/golden/funasr-oom-cascade"
+"$oomscan" -f json --roots "$casc" | jqe '(.findings | length) == 1 and .findings[0].role == "root"' && ok ||
+  bad "--roots: $("$oomscan" -f json --roots "$casc" | jq -c '[.findings[] | .role]')"
+"$oomscan" -f ndjson --class nccl_timeout,segfault "$casc" > "$t/c.ndjson"
+jq -e -s 'length == 3 and all(.[]; .class == "nccl_timeout" or .class == "segfault")' "$t/c.ndjson" > /dev/null && ok ||
+  bad "--class: $(jq -c '.class' "$t/c.ndjson" | tr '\n' ' ')"
+"$oomscan" --class disk_full "$casc" > /dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || bad "--class with nothing of that class: exit $rc, want 0"
+"$oomscan" --class no_such "$casc" > /dev/null 2> "$t/cl.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no class 'no_such'" "$t/cl.err" && ok || bad "--class no_such: exit $rc, $(cat "$t/cl.err")"
+mkdir "$t/jobs"
+cp "$log" "$t/jobs/slurm-777.out"
+cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/jobs/slurm-888.out"
+"$oomscan" -f json --job 777 "$t/jobs" | jqe '(.findings | length) > 0 and all(.findings[]; .job == "777")' && ok ||
+  bad "--job 777: $("$oomscan" -f json --job 777 "$t/jobs" | jq -c '[.findings[] | .job]')"
+"$oomscan" -f json "$t/jobs" | jqe 'any(.findings[]; .job == "888")' && ok || bad "the two-job folder has no job 888"
+
 finish shell

@@ -52,8 +52,8 @@ static void usage(FILE *f)
           "      --limit NAME=N    bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
           "      --ticket-style S  plain, github, jira, jira-cloud; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
-          "      --patterns DIR    add the pattern data files in DIR\n"
-          "      --check-patterns [DIR], --list-patterns  check or list the database\n"
+          "      --roots, --class C[,C], --job ID  only roots, these classes, this job\n"
+          "      --patterns DIR  add data files; --check-patterns [DIR], --list-patterns\n"
           "      --explain ID      print remediation checklist ID (\"list\" lists them)\n"
           "  -V, --version  print the version;  -h, --help  print this help\n"
           "Exit: 0 no failure found, 1 failure(s) found, 2 trouble or nothing read.\n",
@@ -193,6 +193,9 @@ enum {
     OPT_MAX_FILESIZE,
     OPT_LABEL,
     OPT_NO_PROGRESS,
+    OPT_ROOTS,
+    OPT_CLASS,
+    OPT_JOB,
 };
 
 /* N[KMGT] (powers of 1024), N > 0, into *out. Returns 0, or -1. */
@@ -267,7 +270,8 @@ typedef struct {
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
-    int check, list, quiet, merge_mode, full_checklist, binary, no_progress;
+    int check, list, quiet, merge_mode, full_checklist, binary, no_progress, roots;
+    const char *classes, *only_job;
     const char *exclude[64];
     size_t n_exclude;
     uint64_t max_filesize;
@@ -303,6 +307,9 @@ static const struct option longopts[] = {
     {"max-filesize", required_argument, NULL, OPT_MAX_FILESIZE},
     {"label", required_argument, NULL, OPT_LABEL},
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"roots", no_argument, NULL, OPT_ROOTS},
+    {"class", required_argument, NULL, OPT_CLASS},
+    {"job", required_argument, NULL, OPT_JOB},
     {NULL, 0, NULL, 0},
 };
 
@@ -414,6 +421,9 @@ static int parse_options(int argc, char **argv, cli_opts *o)
         case OPT_FULL_CHECKLIST: o->full_checklist = 1; break;
         case OPT_BINARY: o->binary = 1; break;
         case OPT_NO_PROGRESS: o->no_progress = 1; break;
+        case OPT_ROOTS: o->roots = 1; break;
+        case OPT_CLASS: o->classes = optarg; break;
+        case OPT_JOB: o->only_job = optarg; break;
         case OPT_LABEL:
             if (!*optarg) {
                 fprintf(stderr, "oomscan: --label takes a name\n");
@@ -645,7 +655,7 @@ int main(int argc, char **argv)
     oomscan_options opt = {
         .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist,
         .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize,
-        .stdin_label = o.label};
+        .stdin_label = o.label, .roots_only = o.roots, .classes = o.classes, .only_job = o.only_job};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream, nor on
      * a terminal that cannot erase a line (TERM=dumb, no TERM: \e[K would show as garbage) */
     const char *term = getenv("TERM");

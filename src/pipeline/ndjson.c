@@ -194,7 +194,7 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
         size_t i = order[k];
         finding *f = &s->st->f[i];
         uint64_t sig = signature(s, f);
-        if (f->written_version == sig || (hold && hold(ready_ud, i)))
+        if (f->written_version == sig || (hold && hold(ready_ud, i)) || !session_wants(s, i))
             continue;
         rep_entry *e = rep_find(s->rep, f->id);
         if (!e && ready && !ready(ready_ud, i))

@@ -179,6 +179,23 @@ oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const 
         snprintf(s->job_given, sizeof s->job_given, "%s", opt->job_id);
         s->opt.job_id = NULL; /* the caller's string is not kept */
     }
+    /* the filters: class names resolved once */
+    s->filter.roots_only = s->opt.roots_only;
+    s->filter.job = s->opt.only_job;
+    for (const char *c = s->opt.classes; c && *c;) {
+        size_t n = strcspn(c, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), c);
+        int k = tax_class_from_name(name);
+        if (k < 0) {
+            story_free(s->st);
+            free(s);
+            return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "--class: no class '%s' (docs/taxonomy.md)", name);
+        }
+        s->filter.class_mask |= 1u << k;
+        c += n + (c[n] == ',');
+    }
+    s->filtering = s->filter.roots_only || s->filter.class_mask || s->filter.job;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     *out = s;
@@ -705,8 +722,8 @@ size_t oomscan_scan_finding_count(const oomscan_scan *s)
 {
     session_finish((oomscan_scan *)s);
     size_t n = 0;
-    for (size_t i = 0; i < s->st->n; i++)
-        n += s->st->f[i].joined_into < 0; /* windows joined into another finding are not counted */
+    for (size_t i = 0; i < s->st->n; i++) /* windows joined into another finding are not counted */
+        n += s->st->f[i].joined_into < 0 && session_wants(s, i);
     return n;
 }
 

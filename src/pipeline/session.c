@@ -71,6 +71,21 @@ void session_result_scan(const struct oomscan_scan *s, result_scan *out)
     out->n_inputs = s->n_recs;
     out->excluded = s->excluded;
     out->too_large = s->too_large;
+    out->filter = s->filtering ? &s->filter : NULL;
+}
+
+int session_wants(const struct oomscan_scan *s, size_t i)
+{
+    if (!s->filtering)
+        return 1;
+    result_scan view;
+    session_result_scan(s, &view);
+    result_finding rf;
+    if (result_finding_init(&rf, &view, i, 0) != 0)
+        return 1; /* out of memory: written rather than lost */
+    int want = result_filter_wants(&s->filter, &rf);
+    result_finding_clear(&rf);
+    return want;
 }
 
 /* The bytes taken to recognise a dump, then the rest of the source (dumps.h). */

@@ -59,6 +59,8 @@ struct oomscan_scan {
     int findings_capped;         /* the whole run's findings limit was reached and said so */
     size_t excluded, too_large;  /* files not read: an exclude glob matched, larger than max_filesize */
     size_t inputs_written;       /* input records looked at by ndjson_emit_inputs so far */
+    result_filter filter;        /* oomscan_options' filters, class names resolved */
+    int filtering;               /* any filter set */
     /* workers */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -107,6 +109,9 @@ void session_finish(struct oomscan_scan *s);
 
 /* The scan-wide job: the one given in the options, else the one every input's name agrees on, else "". */
 const char *session_scan_job(const struct oomscan_scan *s);
+
+/* Whether finding i passes the options' filters (always, when none is set). */
+int session_wants(const struct oomscan_scan *s, size_t i);
 
 /* The view a result is built from (session_finish() first). Borrowed from `s`. */
 void session_result_scan(const struct oomscan_scan *s, result_scan *out);

@@ -108,6 +108,17 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
     return 0;
 }
 
+int result_filter_wants(const result_filter *flt, const result_finding *rf)
+{
+    if (!flt)
+        return 1;
+    if (flt->roots_only && !rf->is_root)
+        return 0;
+    if (flt->class_mask && !(flt->class_mask & (1u << rf->f->cls)))
+        return 0;
+    return !flt->job || strcmp(rf->job ? rf->job : "", flt->job) == 0;
+}
+
 static result *build(const result_scan *scan, int with_advice)
 {
     result *r = calloc(1, sizeof *r);
@@ -123,12 +134,27 @@ static result *build(const result_scan *scan, int with_advice)
     for (size_t k = shown; k < n; k++)
         r->pos[order[k]] = (size_t)-1; /* joined into another finding: no item of its own */
     for (size_t k = 0; k < shown; k++) {
-        if (result_finding_init(&r->items[k], scan, order[k], with_advice) != 0) {
+        result_finding *rf = &r->items[r->n];
+        /* the filter needs the role and job, not the advice: a finding left out costs no advice */
+        if (result_finding_init(rf, scan, order[k], 0) != 0) {
             free(order);
             result_free(r);
             return NULL;
         }
-        r->pos[order[k]] = k;
+        if (!result_filter_wants(scan->filter, rf)) {
+            result_finding_clear(rf);
+            r->pos[order[k]] = (size_t)-1;
+            continue;
+        }
+        if (with_advice) {
+            result_finding_clear(rf);
+            if (result_finding_init(rf, scan, order[k], 1) != 0) {
+                free(order);
+                result_free(r);
+                return NULL;
+            }
+        }
+        r->pos[order[k]] = r->n;
         r->n++;
     }
     free(order);

@@ -40,6 +40,13 @@ typedef struct {
 } result_tally;
 void result_tally_inputs(const input_record *in, size_t n, result_tally *out);
 
+/* Which findings a result holds (oomscan_options' filters); all zero: every finding. */
+typedef struct {
+    int roots_only;
+    uint32_t class_mask; /* bit per tax_class; 0: every class */
+    const char *job;     /* NULL: every job */
+} result_filter;
+
 /* What a result is built from: the scan's finished story and the scan-wide context. */
 typedef struct {
     const pdb *db;
@@ -49,6 +56,7 @@ typedef struct {
     const input_record *inputs;
     size_t n_inputs;
     size_t excluded, too_large; /* files the walk skipped by name or size (not inputs: counted only) */
+    const result_filter *filter; /* NULL: every finding */
 } result_scan;
 
 /* One finding as every writer states it. */
@@ -68,6 +76,9 @@ typedef struct {
     cJSON *diagnosis;             /* {"conclusions": [...]}, NULL when nothing can be concluded */
     cJSON *versions;              /* {"torch": "2.1.0", ...} the job's logs printed (advice.h), NULL: none */
 } result_finding;
+
+/* Whether the filter (NULL: none) keeps this resolved finding. */
+int result_filter_wants(const result_filter *flt, const result_finding *rf);
 
 typedef struct {
     result_scan scan;
