@@ -172,4 +172,11 @@ cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/jobs/slurm-888.out"
   bad "--job 777: $("$oomscan" -f json --job 777 "$t/jobs" | jq -c '[.findings[] | .job]')"
 "$oomscan" -f json "$t/jobs" | jqe 'any(.findings[]; .job == "888")' && ok || bad "the two-job folder has no job 888"
 
+# ---- item 4: the values the finding carries fill the commands it is told to run -----------------------
+"$oomscan" -f json "$src/fixtures/realjobs/slurm_mem_limit" |
+  jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(. == "sacct -j 2 --format=JobID,State,MaxRSS,ReqMem")' &&
+  ok || bad "sacct -j <jobid> printed for a job whose id is known"
+"$oomscan" -f json "$src/fixtures/golden/xid79-fallen-off-bus.log" |
+  jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(test("reason=Xid_79$"))' && ok || bad "the Xid is not filled in"
+
 finish shell

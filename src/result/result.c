@@ -2,6 +2,7 @@
  * advice (asked of advice/remedy.h once per finding). */
 #include "result/result.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,77 @@ void result_finding_clear(result_finding *rf)
     memset(rf, 0, sizeof *rf);
 }
 
+/* s with every `<name>` of ph (name, value pairs, NULL-ended) replaced by its value; NULL when none
+ * occurs or out of memory. The caller frees. */
+static char *fill(const char *s, const char *const *ph)
+{
+    size_t cap = strlen(s) + 1, n = 0, hits = 0;
+    for (const char *const *p = ph; *p; p += 2)
+        cap += strlen(p[1]) * 4;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    for (const char *c = s; *c;) {
+        const char *const *p = ph;
+        for (; *p; p += 2) {
+            size_t k = strlen(*p);
+            if (*c == '<' && strncmp(c + 1, *p, k) == 0 && c[k + 1] == '>')
+                break;
+        }
+        if (*p && n + strlen(p[1]) < cap) {
+            n += (size_t)snprintf(out + n, cap - n, "%s", p[1]);
+            c += strlen(*p) + 2;
+            hits++;
+        } else if (n + 1 < cap) {
+            out[n++] = *c++;
+        } else {
+            break;
+        }
+    }
+    out[n] = '\0';
+    if (!hits) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Every value the finding carries goes into the commands it is told to run (issue 33): `sacct -j
+ * <jobid>` for a job whose id is known is `sacct -j 4242`. Only placeholders whose value is known are
+ * filled; the others stay for the user. */
+static void fill_placeholders(cJSON *remediation, const finding *f, const char *job)
+{
+    char xid[32] = "";
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(f->memory, "xid");
+    if (cJSON_IsNumber(x))
+        snprintf(xid, sizeof xid, "Xid_%d", x->valueint);
+    const char *ph[12];
+    size_t k = 0;
+    if (job && job[0])
+        ph[k++] = "jobid", ph[k++] = job;
+    if (f->host[0])
+        ph[k++] = "node", ph[k++] = f->host;
+    if (f->pid[0])
+        ph[k++] = "pid", ph[k++] = f->pid;
+    if (xid[0])
+        ph[k++] = "xid", ph[k++] = xid;
+    ph[k] = NULL;
+    if (!k)
+        return;
+    cJSON *step, *set;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(remediation, "steps"))
+    {
+        cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(step, "settings"))
+        {
+            cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
+            char *filled = cJSON_IsString(t) ? fill(t->valuestring, ph) : NULL;
+            if (filled)
+                cJSON_ReplaceItemInObjectCaseSensitive(set, "text", cJSON_CreateString(filled));
+            free(filled);
+        }
+    }
+}
+
 int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, int with_advice)
 {
     const story *st = scan->st;
@@ -97,6 +169,7 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
             rf->versions = a->versions;
             a->remediation = a->diagnosis = a->versions = NULL;
             advice_free(a);
+            fill_placeholders(rf->remediation, f, rf->job);
         }
     }
     if (!rf->remediation)
