@@ -179,4 +179,10 @@ cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/jobs/slurm-888.out"
 "$oomscan" -f json "$src/fixtures/golden/xid79-fallen-off-bus.log" |
   jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(test("reason=Xid_79$"))' && ok || bad "the Xid is not filled in"
 
+# ---- item 6 (in part): a step the diagnosis rules out is marked so in Markdown too -------------------
+"$oomscan" -f markdown "$log" > "$t/r.md"
+n_ruled=$("$oomscan" -f json "$log" | jq '[.findings[].remediation.steps[]? | select(.premise_refuted)] | length')
+[ "$n_ruled" -ge 1 ] && [ "$(grep -c '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (only 6.77 GiB' "$t/r.md")" -eq "$n_ruled" ] &&
+  ok || bad "Markdown shows a ruled-out step as a normal one ($n_ruled ruled out)"
+
 finish shell
