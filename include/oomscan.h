@@ -132,6 +132,10 @@ typedef struct {
     int roots_only;
     const char *classes;
     const char *only_job;
+    /* only findings first seen at or after `since` / at or before `until` (log time, any stamp form
+     * the scan reads: "2024-05-01T12:00:00", "2024-05-01 12:00"); a finding with no stamp that compares
+     * is left out. NULL: no bound; an unreadable one is OOMSCAN_ERR_USAGE from oomscan_scan_new. */
+    const char *since, *until;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;

@@ -185,4 +185,11 @@ n_ruled=$("$oomscan" -f json "$log" | jq '[.findings[].remediation.steps[]? | se
 [ "$n_ruled" -ge 1 ] && [ "$(grep -c '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (only 6.77 GiB' "$t/r.md")" -eq "$n_ruled" ] &&
   ok || bad "Markdown shows a ruled-out step as a normal one ($n_ruled ruled out)"
 
+# --since / --until: log time of the first occurrence (the kernel's 2019-03-14T01:57:54 kill)
+kern="$src/fixtures/golden/kernel-oom-legacy-pair.log"
+"$oomscan" -f json --since 2019-03-14T00:00:00 --until "2019-03-14 02:00:00" "$kern" | jqe '(.findings | length) == 1' &&
+  ok || bad "--since/--until around the stamp leave the finding out"
+"$oomscan" -f json --since 2019-03-15T00:00:00 "$kern" | jqe '(.findings | length) == 0' && ok || bad "--since after the stamp keeps it"
+"$oomscan" --since yesterday "$kern" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--since yesterday: not a usage error"
+
 finish shell

@@ -52,7 +52,7 @@ static void usage(FILE *f)
           "      --limit NAME=N    bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
           "      --ticket-style S  plain, github, jira, jira-cloud; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
-          "      --roots, --class C[,C], --job ID  only roots, these classes, this job\n"
+          "      --roots, --class C[,C], --job ID, --since/--until TIME  only those\n"
           "      --patterns DIR  add data files; --check-patterns [DIR], --list-patterns\n"
           "      --explain ID      print remediation checklist ID (\"list\" lists them)\n"
           "  -V, --version  print the version;  -h, --help  print this help\n"
@@ -196,6 +196,8 @@ enum {
     OPT_ROOTS,
     OPT_CLASS,
     OPT_JOB,
+    OPT_SINCE,
+    OPT_UNTIL,
 };
 
 /* N[KMGT] (powers of 1024), N > 0, into *out. Returns 0, or -1. */
@@ -271,7 +273,7 @@ typedef struct {
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
     int check, list, quiet, merge_mode, full_checklist, binary, no_progress, roots;
-    const char *classes, *only_job;
+    const char *classes, *only_job, *since, *until;
     const char *exclude[64];
     size_t n_exclude;
     uint64_t max_filesize;
@@ -310,6 +312,8 @@ static const struct option longopts[] = {
     {"roots", no_argument, NULL, OPT_ROOTS},
     {"class", required_argument, NULL, OPT_CLASS},
     {"job", required_argument, NULL, OPT_JOB},
+    {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},
     {NULL, 0, NULL, 0},
 };
 
@@ -424,6 +428,8 @@ static int parse_options(int argc, char **argv, cli_opts *o)
         case OPT_ROOTS: o->roots = 1; break;
         case OPT_CLASS: o->classes = optarg; break;
         case OPT_JOB: o->only_job = optarg; break;
+        case OPT_SINCE: o->since = optarg; break;
+        case OPT_UNTIL: o->until = optarg; break;
         case OPT_LABEL:
             if (!*optarg) {
                 fprintf(stderr, "oomscan: --label takes a name\n");
@@ -655,7 +661,8 @@ int main(int argc, char **argv)
     oomscan_options opt = {
         .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist,
         .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize,
-        .stdin_label = o.label, .roots_only = o.roots, .classes = o.classes, .only_job = o.only_job};
+        .stdin_label = o.label, .roots_only = o.roots, .classes = o.classes, .only_job = o.only_job,
+        .since = o.since, .until = o.until};
     /* a progress line for a person watching a long scan: never into a pipe, a file or a stream, nor on
      * a terminal that cannot erase a line (TERM=dumb, no TERM: \e[K would show as garbage) */
     const char *term = getenv("TERM");

@@ -195,7 +195,21 @@ oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const 
         s->filter.class_mask |= 1u << k;
         c += n + (c[n] == ',');
     }
-    s->filtering = s->filter.roots_only || s->filter.class_mask || s->filter.job;
+    const char *bound[2] = {s->opt.since, s->opt.until};
+    for (int b = 0; b < 2; b++) {
+        timefmt *t = b ? &s->filter.until : &s->filter.since;
+        if (!bound[b])
+            continue;
+        if (timefmt_parse(bound[b], strlen(bound[b]), t) != 0 || t->uptime_only) {
+            story_free(s->st);
+            free(s);
+            return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "--%s '%s': not a time (2024-05-01T12:00:00)",
+                            b ? "until" : "since", bound[b]);
+        }
+        *(b ? &s->filter.has_until : &s->filter.has_since) = 1;
+    }
+    s->filtering = s->filter.roots_only || s->filter.class_mask || s->filter.job || s->filter.has_since ||
+                   s->filter.has_until;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     *out = s;

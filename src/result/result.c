@@ -189,7 +189,20 @@ int result_filter_wants(const result_filter *flt, const result_finding *rf)
         return 0;
     if (flt->class_mask && !(flt->class_mask & (1u << rf->f->cls)))
         return 0;
-    return !flt->job || strcmp(rf->job ? rf->job : "", flt->job) == 0;
+    if (flt->job && strcmp(rf->job ? rf->job : "", flt->job) != 0)
+        return 0;
+    const story_loc *at = &rf->f->first;
+    if (flt->has_since) {
+        int c = at->has_time ? timefmt_cmp(&at->time, &flt->since) : TIMEFMT_INCOMPARABLE;
+        if (c == TIMEFMT_INCOMPARABLE || c < 0)
+            return 0;
+    }
+    if (flt->has_until) {
+        int c = at->has_time ? timefmt_cmp(&at->time, &flt->until) : TIMEFMT_INCOMPARABLE;
+        if (c == TIMEFMT_INCOMPARABLE || c > 0)
+            return 0;
+    }
+    return 1;
 }
 
 static result *build(const result_scan *scan, int with_advice)

@@ -45,6 +45,8 @@ typedef struct {
     int roots_only;
     uint32_t class_mask; /* bit per tax_class; 0: every class */
     const char *job;     /* NULL: every job */
+    int has_since, has_until;
+    timefmt since, until; /* log time bounds of the first occurrence */
 } result_filter;
 
 /* What a result is built from: the scan's finished story and the scan-wide context. */
