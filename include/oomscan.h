@@ -112,6 +112,32 @@ typedef struct {
      * message states no job carry it, so one job's findings from many nodes group. NULL: none. */
     const char *job_id;
     oomscan_limits limits; /* all 0: the defaults */
+    /* NDJSON records carry the whole checklist (remediation.steps); 0: the compact record, the
+     * checklist named by remediation.id (docs/output.md, "NDJSON records") */
+    int ndjson_steps;
+    /* Which files a folder's walk reads (docs/inputs.md, "What is skipped"): a file whose first 4 KiB
+     * are binary data (a checkpoint) is skipped unless read_binary, whether found in a folder or an
+     * archive (a path named itself is always read); a file or folder whose name matches one of
+     * the fnmatch(3) globs `exclude` (borrowed, n_exclude of them) is skipped, named or walked; a file
+     * larger than max_filesize bytes (0: no bound) too. Skipped files are counted, not inputs. */
+    int read_binary;
+    const char *const *exclude;
+    size_t n_exclude;
+    uint64_t max_filesize;
+    /* The name standard input's findings and record carry (grep's --label), borrowed (it must outlive
+     * the scan); NULL: "<stdin>".
+     * It is read as a file name would be: "slurm-1234.out" names the job. */
+    const char *stdin_label;
+    /* Which findings are written, by every format (docs/output.md, "Filters"): roots only; only the
+     * classes in `classes` (taxonomy names, comma-separated; NULL: all; an unknown name is
+     * OOMSCAN_ERR_USAGE from oomscan_scan_new); only the job `only_job` (NULL: all). Borrowed. */
+    int roots_only;
+    const char *classes;
+    const char *only_job;
+    /* only findings first seen at or after `since` / at or before `until` (log time, any stamp form
+     * the scan reads: "2024-05-01T12:00:00", "2024-05-01 12:00"); a finding with no stamp that compares
+     * is left out. NULL: no bound; an unreadable one is OOMSCAN_ERR_USAGE from oomscan_scan_new. */
+    const char *since, *until;
 } oomscan_options;
 
 typedef struct oomscan_scan oomscan_scan;
@@ -132,7 +158,17 @@ size_t oomscan_scan_input_errors(const oomscan_scan *scan);
 /* The i-th such problem, as "path: reason". Borrowed. */
 const char *oomscan_scan_input_error(const oomscan_scan *scan, size_t i);
 
-/* Number of findings after grouping and root-cause analysis. */
+/* What a scan read: inputs read (whole or in part), their bytes and lines; inputs that could not be
+ * read (an empty folder named is one); files skipped as binary, by an exclude glob, for their size;
+ * oomscan's own output found among the inputs (not read as a log). Nothing read (`read` 0) is not
+ * "no failure found": the CLI says so and exits 2 (docs/output.md, "Exit status"). */
+typedef struct {
+    size_t read, unreadable, binary, excluded, too_large, own_output;
+    uint64_t bytes, lines;
+} oomscan_input_counts;
+void oomscan_scan_input_counts(const oomscan_scan *scan, oomscan_input_counts *out);
+
+/* Number of findings after grouping and root-cause analysis (those the options' filters keep). */
 size_t oomscan_scan_finding_count(const oomscan_scan *scan);
 
 /* ---- output -------------------------------------------------------------------------------- */
@@ -163,9 +199,13 @@ typedef struct {
     const char *jira_project;   /* jira style: fields.project.key, required (else OOMSCAN_ERR_USAGE) */
     const char *jira_issuetype; /* jira style: fields.issuetype.name; NULL means "Bug" */
     unsigned width; /* text only: lines fitted to this many columns; 0 means 80 */
+    /* openmetrics only: the run's time, Unix seconds, as oomscan_last_run_timestamp_seconds; 0: the
+     * gauge is not written (the library reads no clock: the same logs give the same bytes) */
+    long long run_time;
 } oomscan_output;
 
-/* Write the whole result. For NDJSON, writes every finding not yet written or changed since. */
+/* Write the whole result. For NDJSON, writes every finding not yet written or changed since, then an
+ * "input" record for each input not read cleanly (docs/output.md, "NDJSON records"). */
 oomscan_status oomscan_scan_write(oomscan_scan *scan, const oomscan_output *out, oomscan_write_fn fn,
                                   void *ud);
 
@@ -184,8 +224,9 @@ oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *scan, oomscan_write
  * records go to `fn` as soon as each finding is complete (`flush_ms` of quiet, 0 = 2000, or enough
  * lines after it), one call per record; updates follow when later input changes a finding. Returns
  * after the end of the stream or oomscan_scan_cancel(), having written every record (the last record
- * per id is the final state). Plain text only: compressed data is an input error. Use on a fresh scan,
- * instead of oomscan_scan_paths. */
+ * per id is the final state). Compressed or archived data on stdin (a gzip file through a pipe) is decoded
+ * and scanned as a file is, its records written at its end; with `follow` it is an input error. Use on a
+ * fresh scan, instead of oomscan_scan_paths. */
 oomscan_status oomscan_scan_stream(oomscan_scan *scan, const char *path, int follow, unsigned flush_ms,
                                    oomscan_write_fn fn, void *ud, oomscan_diag *diag);
 
@@ -229,6 +270,11 @@ oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_wri
 /* Ids of all checklists, for --explain listing and the docs renderer. */
 size_t oomscan_db_checklist_count(const oomscan_db *db);
 const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i);
+/* The checklist's title ("" when it has none). Borrowed, valid while `db` lives. */
+const char *oomscan_db_checklist_title(const oomscan_db *db, size_t i);
+/* The checklist id closest to `id` by edit distance (a near-miss: "cuda_oom_log_probs"), or NULL when
+ * none is within a third of its length. Borrowed. */
+const char *oomscan_db_checklist_closest(const oomscan_db *db, const char *id);
 
 /* "isa-l" or "zlib". */
 const char *oomscan_gzip_backend(void);

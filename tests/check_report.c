@@ -37,13 +37,47 @@ START_TEST(test_report_sentence_states_what_is_known)
     ck_assert_str_eq(buf, "GPU out of memory during the backward pass on rank 3 (host gpu-node-1)");
     f.phase = PH_UNKNOWN;
     report_title(&f, buf, sizeof buf);
-    ck_assert_str_eq(buf, "GPU out of memory");
+    ck_assert_str_eq(buf, "GPU out of memory on rank 3");
     report_sentence(&f, buf, sizeof buf);
     ck_assert_str_eq(buf, "GPU out of memory (phase not stated in the log) on rank 3 (host gpu-node-1)");
     /* a small buffer is cut, never overrun */
     char small[12];
     report_sentence(&f, small, sizeof small);
     ck_assert_str_eq(small, "GPU out of ");
+}
+END_TEST
+
+/* A title says what failed, where, on which rank (issue 33 item 2); what a pattern's title says of the
+ * wording it matches stays with the pattern. Titles from patterns/failures. */
+START_TEST(test_report_title_says_the_failure_not_the_wording)
+{
+    static const struct {
+        const char *pattern_title;
+        tax_class cls;
+        tax_phase ph;
+        const char *rank, *host, *want;
+    } cases[] = {
+        {"GPU out of memory (PyTorch caching allocator, 2.1+ wording)", CLS_CUDA_OOM, PH_BACKWARD, "5", "",
+         "GPU out of memory during the backward pass on rank 5"},
+        {"GPU out of memory (PyTorch message, size only)", CLS_CUDA_OOM, PH_UNKNOWN, "", "node7",
+         "GPU out of memory on node7"},
+        {"vLLM V1: a max-length request does not fit the KV cache (wrapped line)", CLS_KV_CACHE_OOM, PH_MODEL_INIT, "",
+         "", "vLLM V1: a max-length request does not fit the KV cache during model initialisation"},
+        {"Linux OOM killer summary line (victim task and pid)", CLS_HOST_OOM_KILL, PH_UNKNOWN, "", "",
+         "Process killed for host memory"},
+        {"The shell reports the process was Killed (SIGKILL, usually the OOM killer)", CLS_HOST_OOM_KILL,
+         PH_UNKNOWN, "", "", "The shell reports the process was Killed (SIGKILL, usually the OOM killer)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pdb_pattern p = {.title = (char *)cases[i].pattern_title};
+        finding f = make(cases[i].cls, cases[i].ph);
+        f.pattern = &p;
+        strcpy(f.rank, cases[i].rank);
+        strcpy(f.host, cases[i].host);
+        char buf[512];
+        report_title(&f, buf, sizeof buf);
+        ck_assert_msg(strcmp(buf, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, buf, cases[i].want);
+    }
 }
 END_TEST
 
@@ -92,6 +126,7 @@ int main(void)
     Suite *s = suite_create("report");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_report_sentence_states_what_is_known);
+    tcase_add_test(tc, test_report_title_says_the_failure_not_the_wording);
     tcase_add_test(tc, test_report_setting_change_forms);
     tcase_add_test(tc, test_report_cascade_counts_by_class_and_rank);
     suite_add_tcase(s, tc);

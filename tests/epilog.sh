@@ -8,7 +8,7 @@ oomscan=$1 src=$2
 epilog="$src/docs/examples/slurm-epilog.sh"
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
-command -v jq > /dev/null || { echo "epilog: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "epilog: jq is missing (.ci/test installs it)"; exit 1; }
 
 mkdir -p "$t/bin" "$t/work dir" "$t/gh"
 # StdOut named without the job id, and with a space: the id must come from the epilog, the path whole
@@ -45,8 +45,11 @@ EOS
 cat > "$t/bin/gh" <<EOS
 #!/bin/sh
 if [ "\$1 \$2" = "issue list" ]; then
-  while [ \$# -gt 0 ]; do [ "\$1" = --search ] && key=\${2%% *}; shift; done
-  grep -l "\$key" "$t/gh"/*.json 2>/dev/null | wc -l
+  key="" label=""
+  while [ \$# -gt 0 ]; do [ "\$1" = --search ] && key=\${2%% *}; [ "\$1" = --label ] && label=\$2; shift; done
+  [ -e "$t/gh-search-fails" ] && { echo "HTTP 502: Bad Gateway" >&2; exit 1; }
+  if [ -n "\$label" ]; then grep -l "\"\$label\"" "$t/gh"/*.json 2>/dev/null | wc -l
+  else grep -l "\$key" "$t/gh"/*.json 2>/dev/null | wc -l; fi
 elif [ "\$1" = api ]; then
   n=\$(ls "$t/gh" | wc -l)
   cat > "$t/gh/\$n.json"
@@ -128,6 +131,14 @@ filed=$(ls "$t/gh" | wc -l)
 [ "$roots" -ge 2 ] && [ "$filed" -eq "$roots" ] && ok || bad "tickets: $filed filed for $roots root finding(s) over two runs"
 jq -e -s 'all(.[]; (.title | test("job 4242")) and (.labels | index("oomscan")))' "$t/gh"/*.json > /dev/null 2>&1 &&
   ok || bad "filed tickets lack the job id or labels"
+# GitHub gets the dedup key as a label too (an edited body keeps it); a failed search files nothing
+jq -e -s 'length > 0 and all(.[]; .labels | any(test("^oomscan-[0-9a-f]{16}$")))' "$t/gh"/*.json > /dev/null 2>&1 &&
+  ok || bad "filed GitHub tickets carry no oomscan-<key> label"
+rm -f "$t/gh"/*.json
+touch "$t/gh-search-fails"
+run_epilog gpu-node-1 4242 OOMSCAN_TICKET_CMD="sh '$src/docs/examples/ticket-github.sh' acme/trainer"
+[ "$(ls "$t/gh" | wc -l)" -eq 0 ] && ok || bad "a failed search filed $(ls "$t/gh" | wc -l) ticket(s)"
+rm -f "$t/gh-search-fails"
 
 # the real other end (issue 17 item 7): a private rsyslogd listening on a socket of its own (imuxsock,
 # as on a node's /dev/log) and the real logger(1) instead of the fake one: an admin's syslog gets the
@@ -157,6 +168,6 @@ EOS
     bad "rsyslogd did not get the progress at user.info: $(tail -n 5 "$t/rs/messages" 2>&1)"
   kill $rs 2> /dev/null; wait $rs 2> /dev/null
 else
-  bad "rsyslogd or logger is missing (.ci/setup installs rsyslog)"
+  bad "rsyslogd or logger is missing (.ci/test installs rsyslog)"
 fi
 finish epilog

@@ -30,10 +30,11 @@ done
 
 # 2. A 776-byte .tar.zst whose sparse member decodes to 100 GiB: stopped by the ratio limit after the
 #    first 64 MiB, the member partial, the message naming input and limit. Made here (GNU tar --sparse).
+#    --binary: its zeros are a binary member, skipped unread otherwise (issue 33), and the limit untried.
 if truncate -s 100G sparse.log 2> /dev/null && echo tail >> sparse.log &&
    tar --sparse -cf - sparse.log | zstd -q -19 > bomb.tar.zst 2> /dev/null; then
   rm -f sparse.log
-  "$oomscan" -f json bomb.tar.zst oom.log > bomb.json 2> bomb.err; rc=$?
+  "$oomscan" -f json --binary bomb.tar.zst oom.log > bomb.json 2> bomb.err; rc=$?
   [ $rc -eq 2 ] && [ "$(st bomb.json bomb.tar.zst:sparse.log)" = partial ] && [ "$(nfind bomb.json)" -ge 1 ] && ok ||
     bad "zstd bomb: exit $rc, status $(st bomb.json bomb.tar.zst:sparse.log), $(nfind bomb.json) finding(s)"
   grep -q "^oomscan: bomb.tar.zst:sparse.log: stopped after .*(--limit ratio=1000)" bomb.err && ok ||

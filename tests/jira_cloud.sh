@@ -8,7 +8,7 @@ set -u
 oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
-command -v jq > /dev/null || { echo "jira_cloud: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "jira_cloud: jq is missing (.ci/test installs it)"; exit 1; }
 g="$src/fixtures/golden"
 
 # ADF's shape, as Jira Cloud validates it: doc/version 1; block and inline node types it knows; text
@@ -76,6 +76,7 @@ done
 echo "\$url" >> "$t/calls"
 case \$url in
   */rest/api/3/search/jql)
+    [ -e "$t/search-fails" ] && { echo "curl: (22) The requested URL returned error: 500" >&2; exit 22; }
     label=\$(printf '%s' "\$jql" | sed 's/.*"\(.*\)".*/\1/')
     n=\$(grep -l "\"\$label\"" "$t/jira"/*.json 2>/dev/null | wc -l)
     if [ "\$n" -gt 0 ]; then echo '{"issues":[{"id":"1","key":"ML-1"}]}'; else echo '{"issues":[]}'; fi ;;
@@ -99,4 +100,14 @@ done
 [ "$(ls "$t/jira" | wc -l)" -eq "$roots" ] && ok || bad "filed $(ls "$t/jira" | wc -l) issues for $roots roots over two runs"
 grep -q '/rest/api/3/search/jql$' "$t/calls" && ! grep -q '/rest/api/[23]/search$' "$t/calls" && ok ||
   bad "the poster did not search with /rest/api/3/search/jql: $(sort -u "$t/calls")"
+# a search that fails (HTTP 500) stops the poster: nothing is filed, exit non-zero (issue 33 item 15:
+# `curl | jq` hid the failure and a duplicate was filed)
+"$oomscan" --ticket-style jira-cloud --jira-project ML "$g/xid79-fallen-off-bus.log" > "$t/new.ticket"
+touch "$t/search-fails"
+before=$(ls "$t/jira" | wc -l)
+PATH="$t/bin:$PATH" JIRA_URL=https://acme.atlassian.net JIRA_USER=u JIRA_TOKEN=k \
+  sh "$src/docs/examples/ticket-jira.sh" < "$t/new.ticket" > /dev/null 2> "$t/fail.err"; rc=$?
+[ $rc -ne 0 ] && [ "$(ls "$t/jira" | wc -l)" -eq "$before" ] && grep -q "search .* failed" "$t/fail.err" && ok ||
+  bad "a failed search: exit $rc, $(($(ls "$t/jira" | wc -l) - before)) filed, $(cat "$t/fail.err")"
+rm -f "$t/search-fails"
 finish jira_cloud

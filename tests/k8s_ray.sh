@@ -32,7 +32,7 @@ jq_e '.findings[0].context.rank == 0 and .findings[0].context.host == "job-maste
 sed 's|^|[pod/job-worker-0/pytorch] [rank5]: |' "$g/verl-log-prob-oom.log" | "$oomscan" -f json > "$t/r.json" 2> /dev/null
 jq_e '.findings[0].context.rank == 5' "$t/r.json" > /dev/null && ok || bad "[rank5]: after the pod: $(jq -c '.findings[0].context' "$t/r.json")"
 # the text report's first sentence names the pod and container (wrapped lines joined)
-"$oomscan" "$t/verl-log-prob-oom.log" 2> /dev/null | sed -n '1,3p' | tr -s ' \n' '  ' > "$t/first.txt"
+"$oomscan" "$t/verl-log-prob-oom.log" 2> /dev/null | sed -n '/^Root cause/,+2p' | tr -s ' \n' '  ' > "$t/first.txt"
 grep -q "on rank 3 (pod train-verl-log-prob-oom-worker-2, container pytorch)" "$t/first.txt" && ok ||
   bad "text report: $(cat "$t/first.txt")"
 # a Deployment's pod (replica-set hash) names no rank
@@ -48,7 +48,7 @@ cp "$g/ray-actor-died-fields.log" "$logs/job-driver-raysubmit_qZ8kXu2jV4yLCpWE.l
 "$oomscan" -f json "$logs" > "$t/ray.json" 2> /dev/null
 jq_e '.findings | any(.class == "cuda_oom" and .context.ray_job == "01000000" and .context.pid == 23444)' "$t/ray.json" > /dev/null &&
   ok || bad "Ray worker log: $(jq -c '[.findings[] | [.class, .context]]' "$t/ray.json")"
-"$oomscan" "$logs" 2> /dev/null | sed -n '1,3p' | tr -s ' \n' '  ' | grep -q "in Ray job 01000000" && ok ||
+"$oomscan" "$logs" 2> /dev/null | sed -n '/^Root cause/,+2p' | tr -s ' \n' '  ' | grep -q "in Ray job 01000000" && ok ||
   bad "text report does not name the Ray job"
 jq_e '.findings | any(.context.ray_job == "raysubmit_qZ8kXu2jV4yLCpWE")' "$t/ray.json" > /dev/null && ok ||
   bad "Ray driver log: no submission id in context"

@@ -8,7 +8,7 @@ oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
 g="$src/fixtures/golden"
-command -v jq > /dev/null || { echo "markdown: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "markdown: jq is missing (.ci/test installs it)"; exit 1; }
 
 for f in "$g"/*.log "$g/funasr-oom-cascade"; do
   name=$(basename "$f")

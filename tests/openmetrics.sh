@@ -9,7 +9,7 @@ oomscan=$1 src=$2
 oomscan=$(abspath "$oomscan")
 g="$src/fixtures/golden"
 for tool in promtool prometheus-node-exporter curl jq; do
-  command -v $tool > /dev/null || { echo "openmetrics: SKIP: $tool is missing (.ci/setup installs it)"; exit 77; }
+  command -v $tool > /dev/null || { echo "openmetrics: SKIP: $tool is missing (.ci/test installs it)"; exit 77; }
 done
 
 n=0
@@ -25,8 +25,8 @@ for f in "$g"/*.log "$g/funasr-oom-cascade"; do
 done
 [ $n -ge 5 ] && ok || bad "only $n fixtures checked"
 # same logs, same bytes (series in a fixed order)
-"$oomscan" --format openmetrics "$g/funasr-oom-cascade" > "$t/a.prom"
-"$oomscan" --format openmetrics "$g/funasr-oom-cascade" > "$t/b.prom"
+SOURCE_DATE_EPOCH=1700000000 "$oomscan" --format openmetrics "$g/funasr-oom-cascade" > "$t/a.prom"
+SOURCE_DATE_EPOCH=1700000000 "$oomscan" --format openmetrics "$g/funasr-oom-cascade" > "$t/b.prom"
 cmp -s "$t/a.prom" "$t/b.prom" && ok || bad "two runs over the same logs wrote different metrics"
 
 # The epilog writes the node's counters (added up over jobs) into a textfile directory, and a real
@@ -35,7 +35,8 @@ mkdir -p "$t/bin" "$t/work" "$t/textfile"
 printf '#!/bin/sh\nexit 1\n' > "$t/bin/scontrol"; chmod +x "$t/bin/scontrol"
 cp "$g/verl-log-prob-oom.log" "$t/work/slurm-501.out"
 cp "$g/verl-log-prob-oom.log" "$t/work/slurm-502.out"
-for j in 501 502; do
+cp "$g/clean-vllm-startup.log" "$t/work/slurm-503.out"
+for j in 501 502 503; do
   (cd "$t/work" && env -i PATH="$t/bin:/usr/bin:/bin" SLURM_JOB_ID=$j SLURMD_NODENAME=n1 OOMSCAN="$oomscan" \
     OOMSCAN_SPOOL="$t/spool" OOMSCAN_TEXTFILE_DIR="$t/textfile" sh "$src/docs/examples/slurm-epilog.sh") 2> "$t/epilog.err"
 done
@@ -45,6 +46,13 @@ promtool check metrics < "$prom" > "$t/lint" 2>&1 && ok || bad "promtool on the 
 grep -q '^oomscan_findings_total{class="cuda_oom",phase="log_probs",framework="verl",role="root"} 2$' "$prom" && ok ||
   bad "the epilog did not add two jobs' counters: $(grep findings_total "$prom")"
 [ "$(ls "$t/textfile")" = "oomscan.prom" ] && ok || bad "temporary files left in the textfile directory: $(ls "$t/textfile")"
+# every job counts, the clean one too, and the last run's time is a gauge, not a sum (issue 33 item 14)
+grep -q '^oomscan_jobs_scanned_total{outcome="failure"} 2$' "$prom" && grep -q '^oomscan_jobs_scanned_total{outcome="no_failure"} 1$' "$prom" &&
+  ok || bad "jobs scanned by outcome: $(grep jobs_scanned "$prom")"
+last=$(sed -n 's/^oomscan_last_run_timestamp_seconds //p' "$prom") now=$(date +%s)
+[ -n "$last" ] && [ "$last" -le "$now" ] && [ "$last" -gt $((now - 600)) ] && ok || bad "last run time: '$last', now $now"
+"$oomscan" --format openmetrics "$t/work/no-such-dir" 2> /dev/null | grep -q '^oomscan_jobs_scanned_total{outcome="not_scanned"} 1$' &&
+  ok || bad "a run that read nothing is not counted as not_scanned"
 
 # a real node exporter on a free localhost port, only its textfile collector
 port=$(( 20000 + $$ % 20000 ))

@@ -23,11 +23,16 @@ cp "$fx/golden/nccl-error-after-oom.log" grow.log
 "$oomscan" -f ndjson --state st grow.log > /dev/null 2>&1
 cat "$fx/golden/nccl-error-after-oom.log" >> grow.log
 "$oomscan" -f ndjson --state st grow.log > out.updates.ndjson 2> /dev/null
+# a live stream: torchrun's -9 is written before the kernel's kill of that worker joins it (joined_into)
+{ cat "$fx/realjobs/cgroup_oom_kill/job/torchrun.out"; sleep 3; cat "$fx/realjobs/cgroup_oom_kill/job/dmesg.log"; } |
+  "$oomscan" -f ndjson >> out.updates.ndjson 2> /dev/null
 for d in "$fx/golden" "$fx/corpus" "$fx/realjobs" "$fx/dumps" "$fx/heldout" "$fx/heldout2" job.tar.gz bad*.log long.log kubectl.log worker-*.err; do
   "$oomscan" -f json "$d" >> out.json 2> /dev/null
   "$oomscan" -f ndjson "$d" >> out.ndjson 2> /dev/null
 done
 "$oomscan" -f json --limit findings=1 "$fx/golden/nccl-error-after-oom.log" missing.log >> out.json 2> /dev/null
+# files left out by name and size: the document's skipped counts
+"$oomscan" -f json --exclude '*.json' --max-filesize 2K "$fx/golden" >> out.json 2> /dev/null
 [ -s out.updates.ndjson ] && jq -e -s 'any(.[]; .type == "update")' out.updates.ndjson > /dev/null && ok || bad "no update record from --state"
 # every key path, arrays as [], a finding's keys (document or record) written from the finding
 paths='[paths | map(if type == "number" then "[]" else . end) | join(".") | gsub("\\.\\[\\]"; "[]")] | .[]'

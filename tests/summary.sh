@@ -7,7 +7,7 @@ set -u
 oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
-command -v jq > /dev/null || { echo "summary: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "summary: jq is missing (.ci/test installs it)"; exit 1; }
 g="$src/fixtures/golden"
 verl="$g/verl-log-prob-oom.log" nccl="$g/nccl-error-after-oom.log"
 

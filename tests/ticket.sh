@@ -7,7 +7,7 @@ oomscan=$1 src=$2
 g="$src/fixtures/golden"
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan")
-command -v jq > /dev/null || { echo "ticket: jq is missing (.ci/setup installs it)"; exit 1; }
+command -v jq > /dev/null || { echo "ticket: jq is missing (.ci/test installs it)"; exit 1; }
 
 # golden: run from inside the fixtures folder so paths are relative
 golden() { # expected-file oomscan-args...

@@ -144,20 +144,23 @@ fi
 
 # Counters for Prometheus: this job's, added to what the node's file already holds (a counter only
 # grows; one file per node, since the textfile collector refuses a series that two files both hold).
-if [ -n "${OOMSCAN_TEXTFILE_DIR:-}" ] && [ -s "$dest" ]; then
+# Every job counts, a clean one too (oomscan_jobs_scanned_total by outcome), so a dashboard has the
+# share of failed jobs and, in oomscan_last_run_timestamp_seconds, when the epilog last ran.
+if [ -n "${OOMSCAN_TEXTFILE_DIR:-}" ]; then
   prom="$OOMSCAN_TEXTFILE_DIR/oomscan.prom"
   ptmp="$OOMSCAN_TEXTFILE_DIR/.oomscan.prom.$$" # not *.prom: the collector must never read it half-written
   if scan openmetrics > "$ptmp.job" 2> /dev/null || [ -s "$ptmp.job" ]; then
-    # every series of both files, values summed, each family's lines kept together (the text format
-    # wants a family's samples contiguous), families and series in order of first appearance
+    # every series of both files, counters summed, a gauge's later value kept, each family's lines kept
+    # together (the text format wants a family's samples contiguous), in order of first appearance
     awk '/^# EOF/ || NF == 0 { next }
          /^# (HELP|TYPE) / { fam = $3; if (!(fam in hdr)) { order[++nf] = fam; hdr[fam] = "" }
+                             if ($2 == "TYPE" && $4 == "gauge") gauge[fam] = 1
                              if (index(hdr[fam], $2) == 0) hdr[fam] = hdr[fam] $0 "\n"; next }
          /^#/ { next }
          { name = $1; sub(/\{.*/, "", name); fam = name
            if (!(fam in hdr)) { order[++nf] = fam; hdr[fam] = "" }
            if (!($1 in val)) { ns[fam]++; ser[fam, ns[fam]] = $1 }
-           val[$1] += $NF }
+           if (fam in gauge) val[$1] = $NF; else val[$1] += $NF }
          END { for (i = 1; i <= nf; i++) { f = order[i]; printf "%s", hdr[f]
                  for (j = 1; j <= ns[f]; j++) print ser[f, j], val[ser[f, j]] }
                print "# EOF" }' \
@@ -171,7 +174,8 @@ fi
 
 if [ -n "${OOMSCAN_TICKET_CMD:-}" ] && [ $on_batch_host = 1 ] && [ -s "$dest" ]; then
   style=${OOMSCAN_TICKET_STYLE:-github}
-  scan ticket --ticket-style "$style" | while IFS= read -r ticket; do
+  # from the job's NDJSON, not a third scan of its logs: merge rebuilds the same findings
+  run "$OOMSCAN" merge --color never --ticket-style "$style" "$dest" | while IFS= read -r ticket; do
     printf '%s\n' "$ticket" | sh -c "$OOMSCAN_TICKET_CMD" || err "ticket command failed"
   done
 fi

@@ -7,10 +7,21 @@
 set -eu
 repo=${1:?usage: ticket-github.sh OWNER/REPO < ticket.json}
 ticket=$(cat)
-# the body ends with "Dedup key: `<16 hex digits>`"
-key=$(printf '%s' "$ticket" | jq -r '.body | capture("Dedup key: `(?<k>[0-9a-f]{16})`").k')
-found=$(gh issue list --repo "$repo" --state all --search "$key in:body" --json number --jq length)
-if [ "${found:-0}" -gt 0 ]; then
+# the label oomscan-<key> (an edited body keeps it), and for issues filed before it the body's
+# "Dedup key: `<16 hex digits>`"
+key=$(printf '%s' "$ticket" | jq -r '.labels[] | select(startswith("oomscan-")) | ltrimstr("oomscan-")' | head -n 1)
+[ -n "$key" ] || key=$(printf '%s' "$ticket" | jq -r '.body | capture("Dedup key: `(?<k>[0-9a-f]{16})`").k')
+# Both searches must answer before anything is filed: a failed one stops here (exit 1), never files
+# a duplicate.
+by_label=$(gh issue list --repo "$repo" --state all --label "oomscan-$key" --json number --jq length) ||
+  { echo "ticket-github: the search for oomscan-$key failed; nothing filed" >&2; exit 1; }
+by_body=$(gh issue list --repo "$repo" --state all --search "$key in:body" --json number --jq length) ||
+  { echo "ticket-github: the search for $key failed; nothing filed" >&2; exit 1; }
+case "$by_label$by_body" in
+  '' | *[!0-9]*) echo "ticket-github: the search for $key gave no count; nothing filed" >&2; exit 1 ;;
+esac
+found=$((by_label + by_body))
+if [ "$found" -gt 0 ]; then
   echo "ticket-github: $key already filed in $repo" >&2
   exit 0
 fi

@@ -16,15 +16,24 @@ case $JIRA_URL in *.atlassian.net | *.atlassian.net/) api=${JIRA_API:-3} ;; *) a
 JIRA_URL=${JIRA_URL%/}
 ticket=$(cat)
 label=$(printf '%s' "$ticket" | jq -r '.fields.labels[] | select(startswith("oomscan-"))')
+# The search must answer before anything is filed: a failed search (HTTP 500, a timeout) stops here.
+# `curl | jq` hid it (the pipeline's status is jq's, and jq of nothing is no number), and a duplicate
+# was filed. So curl's answer is taken first, and the count must be a number.
 if [ "$api" = 3 ]; then
-  found=$(curl -fsS -u "$JIRA_USER:$JIRA_TOKEN" -G "$JIRA_URL/rest/api/3/search/jql" \
-    --data-urlencode "jql=labels = \"$label\"" --data-urlencode "maxResults=1" --data-urlencode "fields=key" |
-    jq '.issues | length')
+  resp=$(curl -fsS -u "$JIRA_USER:$JIRA_TOKEN" -G "$JIRA_URL/rest/api/3/search/jql" \
+    --data-urlencode "jql=labels = \"$label\"" --data-urlencode "maxResults=1" --data-urlencode "fields=key") ||
+    { echo "ticket-jira: the search for $label failed; nothing filed" >&2; exit 1; }
+  found=$(printf '%s' "$resp" | jq '.issues | length')
 else
-  found=$(curl -fsS -u "$JIRA_USER:$JIRA_TOKEN" -G "$JIRA_URL/rest/api/2/search" \
-    --data-urlencode "jql=labels = \"$label\"" --data-urlencode "maxResults=0" | jq .total)
+  resp=$(curl -fsS -u "$JIRA_USER:$JIRA_TOKEN" -G "$JIRA_URL/rest/api/2/search" \
+    --data-urlencode "jql=labels = \"$label\"" --data-urlencode "maxResults=0") ||
+    { echo "ticket-jira: the search for $label failed; nothing filed" >&2; exit 1; }
+  found=$(printf '%s' "$resp" | jq .total)
 fi
-if [ "${found:-0}" -gt 0 ]; then
+case $found in
+  '' | *[!0-9]*) echo "ticket-jira: the search for $label gave no count ($found); nothing filed" >&2; exit 1 ;;
+esac
+if [ "$found" -gt 0 ]; then
   echo "ticket-jira: $label already filed" >&2
   exit 0
 fi

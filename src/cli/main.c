@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "oomscan.h"
@@ -33,29 +34,29 @@
 static void usage(FILE *f)
 {
     fputs("usage: oomscan [OPTION]... [PATH]...  PATH: file, directory, archive, - (stdin)\n"
-          "       oomscan merge [OPTION]... [NDJSON]...  combine per-node NDJSON output\n"
-          "       oomscan summary [--format text|json] INPUT...  failures across many jobs\n"
+          "       oomscan merge [OPTION]... [NDJSON]...;  oomscan summary [-f FMT] INPUT...\n"
           "Tells why a GPU training job died, from its logs. More: man oomscan.\n"
-          "\n"
-          "  -f, --format FMT        text, json, ndjson, ticket, markdown or openmetrics\n"
-          "  -o, --output FILE       write the report to FILE, atomically\n"
-          "  -j, --jobs N            scan N inputs in parallel (default: all cores)\n"
-          "  -v, --verbose           text: every finding, not only the root causes\n"
-          "  -q, --quiet             print nothing, as grep -q: only the exit status\n"
-          "      --color WHEN        auto (a terminal, not TERM=dumb), always or never\n"
-          "      --job-id ID         the job's id, for findings whose logs state none\n"
-          "      --follow FILE       follow FILE as it grows, NDJSON as findings complete\n"
-          "      --state FILE        report only what earlier runs with FILE did not\n"
-          "      --limit NAME=N      bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
-          "      --ticket-style S    plain, github, jira, jira-cloud; implies -f ticket\n"
+          "  -f, --format FMT      text, json, ndjson, ticket, markdown or openmetrics\n"
+          "  -o, --output FILE     write the report to FILE, atomically\n"
+          "  -j, --jobs N          scan N inputs in parallel (default: all cores)\n"
+          "  -v, --verbose         every finding and input;  -q, --quiet: exit status only\n"
+          "      --color WHEN      auto (a terminal, not TERM=dumb), always or never\n"
+          "      --no-progress     no progress line on a terminal (shown after a second)\n"
+          "      --job-id ID       the job's id, for findings whose logs state none\n"
+          "      --label NAME      the name standard input is read under (\"<stdin>\")\n"
+          "      --follow FILE     follow FILE as it grows, NDJSON as findings complete\n"
+          "      --state FILE      report only what earlier runs with FILE did not\n"
+          "      --full-checklist  NDJSON: every step, not only the checklist id\n"
+          "      --exclude GLOB    skip files, folders so named; --binary: read binary ones\n"
+          "      --max-filesize N  skip files larger than N bytes (suffix K, M, G or T)\n"
+          "      --limit NAME=N    bound the work, e.g. bytes=64G, ratio=1000 (man page)\n"
+          "      --ticket-style S  plain, github, jira, jira-cloud; implies -f ticket\n"
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
-          "      --patterns DIR      add the pattern data files in DIR\n"
-          "      --check-patterns [DIR]  check the database (or DIR alone), run samples\n"
-          "      --list-patterns     list the loaded patterns\n"
-          "      --explain ID        print remediation checklist ID (\"list\" lists them)\n"
-          "  -V, --version           print the version\n"
-          "  -h, --help              print this help\n"
-          "Exit: 0 no failure found, 1 failure(s) found, 2 usage or unreadable input.\n",
+          "      --roots, --class C[,C], --job ID, --since/--until TIME  only those\n"
+          "      --patterns DIR  add data files; --check-patterns [DIR], --list-patterns\n"
+          "      --explain ID      print remediation checklist ID (\"list\" lists them)\n"
+          "  -V, --version  print the version;  -h, --help  print this help\n"
+          "Exit: 0 no failure found, 1 failure(s) found, 2 trouble or nothing read.\n",
           f);
 }
 
@@ -94,9 +95,13 @@ static int write_file(void *ud, const char *data, size_t len)
     return 0;
 }
 
+/* NDJSON records written by this run: with --state, 1 means "something new" (docs/streaming.md) */
+static size_t g_records;
+
 static int write_ndjson_flush(void *ud, const char *data, size_t len)
 {
     FILE *f = ud;
+    g_records += len && data[len - 1] == '\n';
     if (fwrite(data, 1, len, f) != len)
         return write_failed_now();
     /* each finding line is complete when written: a shipper reading the pipe sees it now */
@@ -161,21 +166,6 @@ static int report_close(FILE *f, const char *outfile, char *tmpname, int ok)
     return 0;
 }
 
-typedef struct {
-    oomscan_scan *scan;
-    oomscan_write_fn fn;
-    FILE *out;
-    int broken;
-} stream_ctx;
-
-static void on_input_done(void *ud, size_t index)
-{
-    (void)index;
-    stream_ctx *c = ud;
-    if (!c->broken && oomscan_scan_write_ndjson_delta(c->scan, c->fn, c->out) != OOMSCAN_OK)
-        c->broken = 1;
-}
-
 static void print_problem(void *ud, const oomscan_check_problem *p)
 {
     (void)ud;
@@ -197,7 +187,33 @@ enum {
     OPT_FOLLOW,
     OPT_STATE,
     OPT_LIMIT,
+    OPT_FULL_CHECKLIST,
+    OPT_BINARY,
+    OPT_EXCLUDE,
+    OPT_MAX_FILESIZE,
+    OPT_LABEL,
+    OPT_NO_PROGRESS,
+    OPT_ROOTS,
+    OPT_CLASS,
+    OPT_JOB,
+    OPT_SINCE,
+    OPT_UNTIL,
 };
+
+/* N[KMGT] (powers of 1024), N > 0, into *out. Returns 0, or -1. */
+static int parse_size(const char *arg, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+    if (shift)
+        end++;
+    if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
 
 /* --limit NAME=N[KMGT], repeatable, or NAME=N,NAME=N. Returns 0, or -1 with a message printed. */
 static int parse_limit(const char *arg, oomscan_limits *l)
@@ -209,15 +225,9 @@ static int parse_limit(const char *arg, oomscan_limits *l)
         if (!eq)
             goto bad;
         *eq = '\0';
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(eq + 1, &end, 10);
-        unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
-        if (shift)
-            end++;
-        if (errno || end == eq + 1 || *end || eq[1] == '-' || v == 0 || v > (UINT64_MAX >> shift))
+        uint64_t n;
+        if (parse_size(eq + 1, &n) != 0)
             goto bad;
-        uint64_t n = (uint64_t)v << shift;
         if (strcmp(it, "bytes") == 0)
             l->max_bytes = n;
         else if (strcmp(it, "ratio") == 0)
@@ -270,11 +280,15 @@ static void on_stop_signal(int sig)
 /* What the command line asks for. */
 typedef struct {
     oomscan_output out;
-    const char *outfile, *explain, *job_id, *follow, *state_file;
+    const char *outfile, *explain, *job_id, *follow, *state_file, *label;
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
-    int check, list, quiet, merge_mode;
+    int check, list, quiet, merge_mode, full_checklist, binary, no_progress, roots;
+    const char *classes, *only_job, *since, *until;
+    const char *exclude[64];
+    size_t n_exclude;
+    uint64_t max_filesize;
     long jobs;
     oomscan_limits limits;
 } cli_opts;
@@ -301,6 +315,17 @@ static const struct option longopts[] = {
     {"follow", required_argument, NULL, OPT_FOLLOW},
     {"state", required_argument, NULL, OPT_STATE},
     {"limit", required_argument, NULL, OPT_LIMIT},
+    {"full-checklist", no_argument, NULL, OPT_FULL_CHECKLIST},
+    {"binary", no_argument, NULL, OPT_BINARY},
+    {"exclude", required_argument, NULL, OPT_EXCLUDE},
+    {"max-filesize", required_argument, NULL, OPT_MAX_FILESIZE},
+    {"label", required_argument, NULL, OPT_LABEL},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"roots", no_argument, NULL, OPT_ROOTS},
+    {"class", required_argument, NULL, OPT_CLASS},
+    {"job", required_argument, NULL, OPT_JOB},
+    {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},
     {NULL, 0, NULL, 0},
 };
 
@@ -409,6 +434,34 @@ static int parse_options(int argc, char **argv, cli_opts *o)
             if (parse_limit(optarg, &o->limits) != 0)
                 return EXIT_TROUBLE;
             break;
+        case OPT_FULL_CHECKLIST: o->full_checklist = 1; break;
+        case OPT_BINARY: o->binary = 1; break;
+        case OPT_NO_PROGRESS: o->no_progress = 1; break;
+        case OPT_ROOTS: o->roots = 1; break;
+        case OPT_CLASS: o->classes = optarg; break;
+        case OPT_JOB: o->only_job = optarg; break;
+        case OPT_SINCE: o->since = optarg; break;
+        case OPT_UNTIL: o->until = optarg; break;
+        case OPT_LABEL:
+            if (!*optarg) {
+                fprintf(stderr, "oomscan: --label takes a name\n");
+                return EXIT_TROUBLE;
+            }
+            o->label = optarg;
+            break;
+        case OPT_EXCLUDE:
+            if (o->n_exclude == sizeof o->exclude / sizeof *o->exclude) {
+                fprintf(stderr, "oomscan: too many --exclude (64 at most)\n");
+                return EXIT_TROUBLE;
+            }
+            o->exclude[o->n_exclude++] = optarg;
+            break;
+        case OPT_MAX_FILESIZE:
+            if (parse_size(optarg, &o->max_filesize) != 0) {
+                fprintf(stderr, "oomscan: --max-filesize takes a size > 0, with an optional K, M, G or T\n");
+                return EXIT_TROUBLE;
+            }
+            break;
         default: /* '?' or ':' */
             cli_option_error("oomscan", "oomscan --help", c, argv, longopts);
             return EXIT_TROUBLE;
@@ -467,7 +520,8 @@ static unsigned report_width(int to_file)
 /* -q: the report goes nowhere, only the exit status tells */
 static int write_nothing(void *ud, const char *data, size_t len)
 {
-    (void)ud, (void)data, (void)len;
+    (void)ud;
+    g_records += len && data[len - 1] == '\n'; /* what would have been written still counts */
     return 0;
 }
 
@@ -517,10 +571,16 @@ static int load_db(const cli_opts *o, int argc, char **argv, oomscan_db **dbp)
     if (o->explain) {
         int rc = EXIT_NONE;
         if (strcmp(o->explain, "list") == 0) {
+            /* with titles for a person at a terminal; ids alone into a pipe, as ls does, for the
+             * completion and scripts (install.sh, remediation_docs.sh read them) */
+            int titles = isatty(STDOUT_FILENO);
             for (size_t i = 0; i < oomscan_db_checklist_count(db); i++)
-                printf("%s\n", oomscan_db_checklist_id(db, i));
+                printf(titles ? "%-32s %s\n" : "%s\n", oomscan_db_checklist_id(db, i), oomscan_db_checklist_title(db, i));
         } else if (oomscan_explain(db, o->explain, write_file, stdout, &diag) != OOMSCAN_OK) {
-            if (errno != EPIPE) /* a closed pipe is the reader's choice */
+            const char *near = errno == EPIPE ? NULL : oomscan_db_checklist_closest(db, o->explain);
+            if (near)
+                complain("%s: no checklist with this id; did you mean %s? (oomscan --explain list)", o->explain, near);
+            else if (errno != EPIPE) /* a closed pipe is the reader's choice */
                 complain("%s: %s", diag.where, diag.msg);
             rc = EXIT_TROUBLE;
         }
@@ -617,25 +677,33 @@ int main(int argc, char **argv)
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     out.color = want_color(o.color_mode, outfile != NULL);
     out.width = report_width(outfile != NULL);
+    /* SOURCE_DATE_EPOCH (reproducible-builds.org) pins the time, so the same logs give the same bytes */
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    out.run_time = sde && *sde ? strtoll(sde, NULL, 10) : (long long)time(NULL);
     /* -q: no report on standard output (grep's -q); one asked for with -o is still written */
     oomscan_write_fn report_fn = quiet && !outfile ? write_nothing
                                  : out.format == OOMSCAN_FMT_NDJSON ? write_ndjson_flush
                                                                     : write_file;
 
-    stream_ctx sctx = {.fn = report_fn, .out = dest};
-    oomscan_options opt = {.jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits};
-    /* a progress line for a person watching a long scan: never into a pipe, a file or a stream */
-    int show_progress = !quiet && !follow && !merge_mode && isatty(STDERR_FILENO);
+    int broken = 0; /* the reader of a live stream went away */
+    oomscan_options opt = {
+        .jobs = (unsigned)o.jobs, .job_id = o.job_id, .limits = o.limits, .ndjson_steps = o.full_checklist,
+        .read_binary = o.binary, .exclude = o.exclude, .n_exclude = o.n_exclude, .max_filesize = o.max_filesize,
+        .stdin_label = o.label, .roots_only = o.roots, .classes = o.classes, .only_job = o.only_job,
+        .since = o.since, .until = o.until};
+    /* a progress line for a person watching a long scan: never into a pipe, a file or a stream, nor on
+     * a terminal that cannot erase a line (TERM=dumb, no TERM: \e[K would show as garbage) */
+    const char *term = getenv("TERM");
+    int show_progress = !quiet && !o.no_progress && !follow && !merge_mode && isatty(STDERR_FILENO) && term &&
+                        *term && strcmp(term, "dumb") != 0;
     if (show_progress)
         opt.on_progress = progress_update;
-    if (out.format == OOMSCAN_FMT_NDJSON) {
-        opt.on_input = on_input_done;
-        opt.ud = &sctx;
-    }
+    /* Over files NDJSON is written once, at the end: each finding once, final (docs/streaming.md); a
+     * record written after each input was later updated, and a consumer selecting roots got the wrong
+     * ones. Records as findings complete are for live streams. */
     oomscan_scan *scan = NULL;
     oomscan_state *state = NULL;
     st = oomscan_scan_new(&scan, db, &opt, &diag);
-    sctx.scan = scan;
     /* A live stream (--follow, or NDJSON from a pipe): records go out as findings complete. */
     struct stat in_sb;
     int live = follow || (out.format == OOMSCAN_FMT_NDJSON && !merge_mode && !state_file && n_paths == 1 &&
@@ -654,7 +722,7 @@ int main(int argc, char **argv)
     } else if (!st && live) {
         st = oomscan_scan_stream(scan, follow ? follow : "-", follow != NULL, 0, report_fn, dest, &diag);
         if (st == OOMSCAN_ERR_IO) {
-            sctx.broken = 1; /* the reader went away */
+            broken = 1; /* the reader went away */
             st = OOMSCAN_OK;
         }
     } else if (!st) {
@@ -673,15 +741,36 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < oomscan_scan_input_errors(scan); i++)
             complain("%s", oomscan_scan_input_error(scan, i));
         oomscan_status wst = OOMSCAN_OK;
-        if (!sctx.broken)
+        if (!broken)
             wst = oomscan_scan_write(scan, &out, report_fn, dest);
-        if (!rc && oomscan_scan_finding_count(scan) > 0)
+        /* --state reports only what earlier runs did not: a re-run with nothing new found nothing new */
+        if (!rc && oomscan_scan_finding_count(scan) > 0 && (!state || g_records > 0))
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
             rc = EXIT_TROUBLE;
+        /* Nothing read is not "no failure found": an epilog pointed at the wrong folder must not report
+         * a healthy job (docs/output.md, "Exit status") */
+        oomscan_input_counts ic;
+        oomscan_scan_input_counts(scan, &ic);
+        if (!st && ic.read == 0) {
+            char why[200];
+            size_t n = 0;
+            const struct {
+                size_t count;
+                const char *what;
+            } parts[] = {{ic.unreadable, "unreadable"},     {ic.binary, "binary (--binary reads them)"},
+                         {ic.excluded, "excluded by --exclude"}, {ic.too_large, "over --max-filesize"},
+                         {ic.own_output, "oomscan's own output (oomscan merge reads it)"}};
+            for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+                if (parts[k].count)
+                    n += (size_t)snprintf(why + n, sizeof why - n, "%s%zu %s", n ? ", " : "", parts[k].count,
+                                          parts[k].what);
+            complain("nothing scanned (%s): this is not \"no failure found\"", n ? why : "no input");
+            rc = EXIT_TROUBLE;
+        }
         if (fflush(dest) != 0)
             write_failed_now();
-        int write_failed = g_write_errno || wst != OOMSCAN_OK || sctx.broken;
+        int write_failed = g_write_errno || wst != OOMSCAN_OK || broken;
         /* a closed pipe is the reader's choice, not an error worth a message; a full disk is */
         if (write_failed && g_write_errno != EPIPE) {
             complain("%s: write failed: %s%s", outfile ? outfile : "standard output",

@@ -1,5 +1,6 @@
 /* progress.h - the command's progress line on a terminal: bytes scanned of the total, throughput and
- * time left, redrawn in place on stderr at most five times a second and erased when the scan ends.
+ * time left, drawn only after a second of work, redrawn in place on stderr at most five times a second
+ * and erased when the scan ends.
  * Part of the command, not the library (the library never prints): main.c decides when it is wanted
  * (stderr is a terminal, not --quiet) and hands progress_update to oomscan_options.on_progress.
  *
@@ -13,8 +14,8 @@
 #include <stdio.h>
 
 /* Start a display on `out` for a scan of these paths; the total is the sum of their sizes on disk
- * (directories walked). Compressed inputs inflate past their size: then no share or time left is
- * shown, only bytes and throughput. */
+ * (directories walked). Compressed inputs (told by their first bytes) inflate past their size: then
+ * no share or time left is shown, only decoded bytes and throughput. */
 void progress_begin(FILE *out, const char *const *paths, size_t n);
 
 /* oomscan_progress_fn: `bytes_done` is the bytes read so far of the calling thread's current input. */

@@ -151,6 +151,29 @@ cJSON *emit_finding_json(const result_finding *rf)
     return o;
 }
 
+cJSON *emit_input_json(const input_record *in)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char name[4096];
+    snprintf(name, sizeof name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "");
+    cJSON_AddStringToObject(o, "path", name);
+    cJSON_AddStringToObject(o, "status", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error");
+    if (in->error)
+        cJSON_AddStringToObject(o, "error", in->error);
+    cJSON_AddNumberToObject(o, "bytes", (double)in->bytes);
+    cJSON_AddNumberToObject(o, "lines", (double)in->lines);
+    if (in->member)
+        cJSON_AddStringToObject(o, "member", in->member);
+    if (in->container)
+        cJSON_AddStringToObject(o, "container", in->container);
+    if (in->lines_cut)
+        cJSON_AddNumberToObject(o, "lines_cut", (double)in->lines_cut);
+    (void)safe_json(o);
+    return o;
+}
+
 /* The document without its findings ("findings": [] holds their place). */
 static cJSON *json_head(const result *r)
 {
@@ -162,25 +185,13 @@ static cJSON *json_head(const result *r)
     cJSON_AddStringToObject(tool, "name", "oomscan");
     cJSON_AddStringToObject(tool, "version", OOMSCAN_VERSION);
     cJSON *inputs = cJSON_AddArrayToObject(doc, "inputs");
-    for (size_t i = 0; i < r->scan.n_inputs; i++) {
-        const input_record *in = &r->scan.inputs[i];
-        cJSON *o = cJSON_CreateObject();
-        char name[4096];
-        snprintf(name, sizeof name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "");
-        cJSON_AddStringToObject(o, "path", name);
-        cJSON_AddStringToObject(o, "status", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error");
-        if (in->error)
-            cJSON_AddStringToObject(o, "error", in->error);
-        cJSON_AddNumberToObject(o, "bytes", (double)in->bytes);
-        cJSON_AddNumberToObject(o, "lines", (double)in->lines);
-        if (in->member)
-            cJSON_AddStringToObject(o, "member", in->member);
-        if (in->container)
-            cJSON_AddStringToObject(o, "container", in->container);
-        if (in->lines_cut)
-            cJSON_AddNumberToObject(o, "lines_cut", (double)in->lines_cut);
-        (void)safe_json(o);
-        cJSON_AddItemToArray(inputs, o);
+    for (size_t i = 0; i < r->scan.n_inputs; i++)
+        cJSON_AddItemToArray(inputs, emit_input_json(&r->scan.inputs[i]));
+    /* files a folder's walk left out by name or size: counted, not inputs (docs/output.md) */
+    if (r->scan.excluded || r->scan.too_large) {
+        cJSON *sk = cJSON_AddObjectToObject(doc, "skipped");
+        cJSON_AddNumberToObject(sk, "excluded", (double)r->scan.excluded);
+        cJSON_AddNumberToObject(sk, "too_large", (double)r->scan.too_large);
     }
     cJSON_AddArrayToObject(doc, "findings");
     if (r->scan.st->dropped)

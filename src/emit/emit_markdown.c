@@ -196,6 +196,15 @@ static void root_section(out *o, const result *r, const result_finding *rf)
         {
             const char *dd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "do"));
             w(o, "%d. ", ++n);
+            /* a step the diagnosis rules out (advice.h puts it last) says so before anything else, as
+             * the text report and tickets do: it read as a normal step (issue 33 item 6) */
+            const char *ruled = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "what"));
+            if (ruled) {
+                w(o, "**Ruled out by the diagnosis** (");
+                w_inline(o, ruled, 400);
+                w(o, "): ");
+            }
             w_inline(o, dd ? dd : "", 600);
             w(o, "\n");
             /* settings as the user types them (advice/setting.h) go in one block, ready to paste;

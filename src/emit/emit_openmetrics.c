@@ -45,7 +45,25 @@ static int family(oomscan_write_fn fn, void *ud, const char *name, const char *h
     return 0;
 }
 
-oomscan_status emit_openmetrics(const result *r, oomscan_write_fn fn, void *ud)
+/* Jobs this run scanned, by outcome: each job a root finding names counts once as "failure"; a run with
+ * no finding counts one job, "no_failure" when an input was read and "not_scanned" when none was (an
+ * empty folder, a missing path: a dashboard must not count it as healthy). */
+static void jobs_by_outcome(const result *r, uint64_t out[3])
+{
+    out[0] = out[1] = out[2] = 0;
+    size_t roots = 0, jobs = r->scan.st->n_jobs;
+    for (size_t i = 0; i < r->n; i++)
+        roots += r->items[i].is_root != 0;
+    if (roots) {
+        out[0] = jobs ? jobs : 1;
+        return;
+    }
+    result_tally t;
+    result_tally_inputs(r->scan.inputs, r->scan.n_inputs, &t);
+    out[t.read ? 1 : 2] = 1;
+}
+
+oomscan_status emit_openmetrics(const result *r, long long run_time, oomscan_write_fn fn, void *ud)
 {
     cell *c = calloc(CELLS, sizeof *c);
     if (!c)
@@ -70,6 +88,24 @@ oomscan_status emit_openmetrics(const result *r, oomscan_write_fn fn, void *ud)
     for (int s = 0; s < 3 && !bad; s++) {
         char line[128];
         snprintf(line, sizeof line, "oomscan_inputs_total{status=\"%s\"} %llu\n", names[s], (unsigned long long)by_status[s]);
+        bad = put(fn, ud, line);
+    }
+    uint64_t jobs[3];
+    jobs_by_outcome(r, jobs);
+    static const char *outcomes[3] = {"failure", "no_failure", "not_scanned"};
+    if (!bad)
+        bad = put(fn, ud, "# HELP oomscan_jobs_scanned_total Jobs scanned, by outcome: a failure found, none, or nothing "
+                          "could be read.\n# TYPE oomscan_jobs_scanned_total counter\n");
+    for (int s = 0; s < 3 && !bad; s++) {
+        char line[128];
+        snprintf(line, sizeof line, "oomscan_jobs_scanned_total{outcome=\"%s\"} %llu\n", outcomes[s],
+                 (unsigned long long)jobs[s]);
+        bad = put(fn, ud, line);
+    }
+    if (!bad && run_time) {
+        char line[256];
+        snprintf(line, sizeof line, "# HELP oomscan_last_run_timestamp_seconds When oomscan last ran (Unix time).\n"
+                 "# TYPE oomscan_last_run_timestamp_seconds gauge\noomscan_last_run_timestamp_seconds %lld\n", run_time);
         bad = put(fn, ud, line);
     }
     if (!bad)

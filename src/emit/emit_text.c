@@ -1,6 +1,9 @@
 /* emit_text.c - the report a person reads: the root cause in one sentence, its diagnosis and first
- * steps, then the cascade counted by class and rank, then each input's summary, from a result.
+ * steps, then the cascade counted by class and rank; before them the inputs in one line (each with -v).
  * Writers only read. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strverscmp */
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,7 @@ typedef struct {
     unsigned width;
     char *line; /* the line being written, fitted to the width at its newline */
     size_t n, cap;
-    int cut; /* the line is cut, not wrapped (evidence) */
+    int cut; /* TEXTFIT_CUT: cut, not wrapped (evidence); TEXTFIT_KEEP: whole (a setting to paste) */
     char esc[6][8192]; /* E()'s buffers, used in turn: enough for the arguments of one w() */
     int next;
     sink pieces; /* w()'s formatting, into pieces_in */
@@ -92,6 +95,7 @@ static const char *c_(const out *o, const char *code) { return o->color ? code :
 #define BOLD "\033[1m"
 #define RED "\033[31m"
 #define YEL "\033[33m"
+#define CYAN "\033[36m" /* settings and commands, set apart from prose */
 #define DIM "\033[2m"
 #define RST "\033[0m"
 
@@ -171,6 +175,28 @@ static void memory_pictures(out *o, const finding *f)
     }
 }
 
+/* Where the quoted failure line starts: at the part that carries the class and the numbers (the
+ * pattern's literal, from the sentence it opens), when the start of the line would push it past the
+ * width ("[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory:
+ * you tried to allocate 268435456 bytes" lost all of it). 0 when the line's start will do. */
+static size_t quote_start(const finding *f, const char *line, unsigned width)
+{
+    const char *best = NULL;
+    for (size_t i = 0; i < f->pattern->n_literals; i++) {
+        const char *p = strcasestr(line, f->pattern->literals[i]);
+        if (p && (!best || p < best))
+            best = p;
+    }
+    size_t at = best ? (size_t)(best - line) : 0;
+    if (!best || at + strlen(f->pattern->literals[0]) + 8 < (width > 40 ? width - 12 : 28))
+        return 0; /* it shows already */
+    /* back to the start of its sentence or clause, if near: ". ", ": ", "] " */
+    size_t b = at;
+    while (b > 0 && at - b < 40 && !(line[b - 1] == ' ' && b >= 2 && strchr(".:]", line[b - 2])))
+        b--;
+    return b > 0 && at - b < 40 ? b : at;
+}
+
 static void sentence(out *o, const result_finding *rf)
 {
     const finding *f = rf->f;
@@ -187,6 +213,12 @@ static void sentence(out *o, const result_finding *rf)
     if (f->ranks.n > 1)
         w(o, " on %zu ranks", f->ranks.n);
     w(o, "\n");
+    /* the other windows the same failure was seen through (result.h: the reported one first) */
+    for (size_t k = 1; k < rf->n_sources && k <= 3; k++)
+        w(o, "  also %s: %s:%llu\n", rf->sources[k].kind, E(o, rf->sources[k].path),
+          (unsigned long long)rf->sources[k].line);
+    if (rf->n_sources > 4)
+        w(o, "  and %zu more windows (-f json: sources)\n", rf->n_sources - 4);
     if (nums[0])
         w(o, "  numbers: %s\n", E(o, nums));
     xid_line(o, f);
@@ -196,7 +228,8 @@ static void sentence(out *o, const result_finding *rf)
         w(o, "  %sphase from %s%s\n", c_(o, DIM), E(o, f->phase_evidence), c_(o, RST));
     if (f->n_evidence) {
         o->cut = 1; /* one line of the log, cut at a word to the width */
-        w(o, "  %s> %s%s\n", c_(o, DIM), E_(o, f->evidence[0], 2000), c_(o, RST));
+        size_t from = quote_start(f, f->evidence[0], o->width);
+        w(o, "  %s> %s%s%s\n", c_(o, DIM), from ? "\xe2\x80\xa6" : "", E_(o, f->evidence[0] + from, 2000), c_(o, RST));
     }
     if (f->note)
         w(o, "  note: %s\n", E(o, f->note));
@@ -236,8 +269,11 @@ static void advice(out *o, const result_finding *rf)
             {
                 /* as the user types it (advice/setting.h), "32 -> 16" when the log printed the value */
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
-                if (cJSON_IsString(t))
-                    w(o, "       %s\n", E(o, t->valuestring));
+                if (cJSON_IsString(t)) {
+                    /* set apart from prose, whole on its own line: it is pasted, never broken */
+                    o->cut = TEXTFIT_KEEP;
+                    w(o, "       %s%s%s\n", c_(o, CYAN), E(o, t->valuestring), c_(o, RST));
+                }
             }
         }
     }
@@ -274,13 +310,116 @@ static size_t count_at(const finding **byloc, size_t n, const char *path, const 
     return k - lo;
 }
 
+/* natural order of inputs (rank5 before rank46), for the per-input lines */
+static const input_record *g_sort_inputs;
+
+static int input_natural_cmp(const void *a, const void *b)
+{
+    const input_record *x = &g_sort_inputs[*(const size_t *)a], *y = &g_sort_inputs[*(const size_t *)b];
+    int c = strverscmp(x->path, y->path);
+    if (!c)
+        c = strverscmp(x->member ? x->member : "", y->member ? y->member : "");
+    return c ? c : (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+/* -v: one line per input, in natural order, with the findings first seen there. 0, or -1 out of memory. */
+static int input_lines(out *o, const result *r)
+{
+    /* findings per input: the reported findings sorted by where they were first seen, then a binary
+     * search per input (thousands of inputs must not cost inputs x findings) */
+    const finding **byloc = malloc((r->n + 1) * sizeof *byloc);
+    size_t *order = malloc((r->scan.n_inputs + 1) * sizeof *order);
+    if (!byloc || !order) {
+        free(byloc);
+        free(order);
+        return -1;
+    }
+    for (size_t i = 0; i < r->n; i++)
+        byloc[i] = r->items[i].f;
+    if (r->n > 1)
+        qsort(byloc, r->n, sizeof *byloc, loc_name_cmp);
+    for (size_t i = 0; i < r->scan.n_inputs; i++)
+        order[i] = i;
+    g_sort_inputs = r->scan.inputs; /* writers run one at a time: the comparator's only context */
+    qsort(order, r->scan.n_inputs, sizeof *order, input_natural_cmp);
+    for (size_t k = 0; k < r->scan.n_inputs; k++) {
+        const input_record *in = &r->scan.inputs[order[k]];
+        size_t nf = count_at(byloc, r->n, in->path, in->member);
+        const char *c = in->container ? in->container : "";
+        const char *why = in->error                       ? in->error
+                          : strcmp(c, "oomscan") == 0 ? "oomscan's own output, not read as a log: oomscan merge reads it"
+                          : strcmp(c, "binary") == 0  ? "binary data in its first 4 KiB, not read; --binary reads it"
+                                                      : NULL;
+        /* the reset before the newline: after it, a pager or the next line would show it */
+        w(o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s%s\n", c_(o, DIM), E(o, in->path),
+          in->member ? ":" : "", E(o, in->member),
+          in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error", (unsigned long long)in->lines,
+          (unsigned long long)in->bytes, nf, why ? " (" : "", E(o, why), why ? ")" : "", c_(o, RST));
+    }
+    free(order);
+    free(byloc);
+    return 0;
+}
+
+/* The inventory in one line: inputs read, skipped (and why), unreadable. Returns the number read. */
+static size_t inventory(out *o, const result *r, int verbose)
+{
+    result_tally t;
+    result_tally_inputs(r->scan.inputs, r->scan.n_inputs, &t);
+    size_t read = t.read, bad = t.unreadable, binary = t.binary, own = t.own_output;
+    unsigned long long bytes = t.bytes, lines = t.lines;
+    size_t skipped = binary + own + r->scan.excluded + r->scan.too_large;
+    char why[256] = "";
+    size_t n = 0;
+    const struct {
+        size_t count;
+        const char *what;
+    } parts[] = {{binary, "binary"},
+                 {r->scan.excluded, "--exclude"},
+                 {r->scan.too_large, "over --max-filesize"},
+                 {own, "oomscan's own output"}};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        if (parts[k].count && n < sizeof why)
+            n += (size_t)snprintf(why + n, sizeof why - n, "%s%zu %s", n ? ", " : "", parts[k].count, parts[k].what);
+    w(o, "%s%zu input(s) read (%llu bytes, %llu lines)", c_(o, DIM), read, bytes, lines);
+    if (skipped)
+        w(o, ", %zu skipped (%s)", skipped, why);
+    if (bad)
+        w(o, ", %zu unreadable", bad);
+    w(o, "%s%s\n", verbose || !(bad || skipped) ? "" : "; -v lists each input", c_(o, RST));
+    return read;
+}
+
 oomscan_status emit_text(const result *r, int color, int verbose, unsigned width, oomscan_write_fn fn, void *ud)
 {
     out o = {.fn = fn, .ud = ud, .color = color, .width = width ? width : 80};
     o.pieces = (sink){pieces_in, &o, 0};
     const story *st = r->scan.st;
+    /* what was read first, the answer last: on a 24-row terminal the last screen is the answer */
+    if (verbose && input_lines(&o, r) != 0) {
+        free(o.line);
+        return OOMSCAN_ERR_NOMEM;
+    }
+    size_t read = inventory(&o, r, verbose);
+    if (verbose && r->n > 0) {
+        w(&o, "\nAll findings:\n");
+        for (size_t i = 0; i < r->n; i++) {
+            const finding *f = r->items[i].f;
+            char loc[1200], nums[1024];
+            report_where(f, loc, sizeof loc);
+            report_numbers(f, nums, sizeof nums);
+            w(&o, "  [%s] %s %s (%s) at %s, %llu time(s)%s%s\n", f->is_root ? "root" : "consequence",
+              tax_class_name(f->cls), tax_phase_name(f->phase), f->id, E(&o, loc), (unsigned long long)f->occurrences,
+              nums[0] ? "; " : "", E(&o, nums));
+            if (f->n_evidence) {
+                o.cut = 1;
+                w(&o, "      > %s\n", E_(&o, f->evidence[0], 2000));
+            }
+        }
+    }
+    w(&o, "\n");
     if (r->n == 0)
-        w(&o, "No failure found.\n");
+        w(&o, read ? "No failure found.\n" : "Nothing scanned: no input could be read, so no answer (not \"no failure\").\n");
     /* one story per job: its roots together, under the job's name when the inputs hold several jobs */
     size_t *byjob = NULL;
     if (st->n_jobs > 1) {
@@ -326,48 +465,6 @@ oomscan_status emit_text(const result *r, int color, int verbose, unsigned width
         }
     }
     free(byjob);
-    if (verbose && r->n > 0) {
-        w(&o, "\nAll findings:\n");
-        for (size_t i = 0; i < r->n; i++) {
-            const finding *f = r->items[i].f;
-            char loc[1200], nums[1024];
-            report_where(f, loc, sizeof loc);
-            report_numbers(f, nums, sizeof nums);
-            w(&o, "  [%s] %s %s (%s) at %s, %llu time(s)%s%s\n", f->is_root ? "root" : "consequence",
-              tax_class_name(f->cls), tax_phase_name(f->phase), f->id, E(&o, loc), (unsigned long long)f->occurrences,
-              nums[0] ? "; " : "", E(&o, nums));
-            if (f->n_evidence) {
-                o.cut = 1;
-                w(&o, "      > %s\n", E_(&o, f->evidence[0], 2000));
-            }
-        }
-    }
-    w(&o, "\n");
-    /* findings per input: the reported findings sorted by where they were first seen, then a binary
-     * search per input (thousands of inputs must not cost inputs x findings) */
-    const finding **byloc = malloc((r->n + 1) * sizeof *byloc);
-    if (!byloc) {
-        free(o.line);
-        return OOMSCAN_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < r->n; i++)
-        byloc[i] = r->items[i].f;
-    if (r->n > 1)
-        qsort(byloc, r->n, sizeof *byloc, loc_name_cmp);
-    for (size_t i = 0; i < r->scan.n_inputs; i++) {
-        const input_record *in = &r->scan.inputs[i];
-        size_t nf = count_at(byloc, r->n, in->path, in->member);
-        const char *why = in->error ? in->error
-                          : in->container && strcmp(in->container, "oomscan") == 0
-                              ? "oomscan's own output, not read as a log: oomscan merge reads it"
-                              : NULL;
-        /* the reset before the newline: after it, a pager or the next line would show it */
-        w(&o, "%s%s%s%s: %s, %llu lines, %llu bytes, %zu finding(s)%s%s%s%s\n", c_(&o, DIM), E(&o, in->path),
-          in->member ? ":" : "", E(&o, in->member),
-          in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error", (unsigned long long)in->lines,
-          (unsigned long long)in->bytes, nf, why ? " (" : "", E(&o, why), why ? ")" : "", c_(&o, RST));
-    }
-    free(byloc);
     if (o.n)
         line_end(&o);
     free(o.line);

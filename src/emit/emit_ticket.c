@@ -398,10 +398,15 @@ static cJSON *ticket_json(const result *r, const result_finding *rf, const oomsc
         return NULL;
     cJSON *o = cJSON_CreateObject();
     if (out->ticket_style == OOMSCAN_TICKET_GITHUB) {
-        /* POST /repos/{owner}/{repo}/issues: the dedup key is in the body, where search finds it */
+        /* POST /repos/{owner}/{repo}/issues: the dedup key is in the body, where search finds it, and
+         * a label of its own, which an edited body cannot lose */
         cJSON_AddStringToObject(o, "title", title);
         cJSON_AddStringToObject(o, "body", body);
-        cJSON_AddItemToObject(o, "labels", labels_json(f, fw));
+        cJSON *labels = labels_json(f, fw);
+        char key[40];
+        snprintf(key, sizeof key, "oomscan-%s", f->id);
+        cJSON_AddItemToArray(labels, cJSON_CreateString(key));
+        cJSON_AddItemToObject(o, "labels", labels);
     } else if (out->ticket_style == OOMSCAN_TICKET_JIRA || out->ticket_style == OOMSCAN_TICKET_JIRA_CLOUD) {
         /* POST /rest/api/2/issue (Data Center) or /rest/api/3/issue (Cloud, whose description is an
          * Atlassian Document Format tree made from the Markdown body): Jira labels take no spaces and

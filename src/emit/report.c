@@ -1,6 +1,10 @@
 /* report.c - shared wording of findings for the text report, tickets and JSON titles. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
 #include "emit/report.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,18 +19,57 @@ static void append(char *buf, size_t cap, const char *fmt, const char *a)
         snprintf(buf + len, cap - len, fmt, a);
 }
 
+/* Whether a parenthesised part of a pattern's title speaks of the wording matched, not the failure. */
+static int about_wording(const char *p, size_t n)
+{
+    static const char *const words[] = {"wording", "wrapped", "message", " line"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (memmem(p, n, words[i], strlen(words[i])))
+            return 1;
+    return 0;
+}
+
+void report_what(const finding *f, char *buf, size_t cap)
+{
+    const char *t = f->pattern->title;
+    /* a title that names the witness rather than the failure says the class instead */
+    if (!t || strstr(t, "summary line") || strstr(t, "failure summary:")) {
+        snprintf(buf, cap, "%s", tax_class_human(f->cls));
+        if (cap)
+            buf[0] = (char)toupper((unsigned char)buf[0]);
+        return;
+    }
+    size_t n = 0;
+    for (const char *p = t; *p && n + 1 < cap;) {
+        const char *close = *p == ' ' && p[1] == '(' ? strchr(p, ')') : NULL;
+        if (close && about_wording(p, (size_t)(close - p))) {
+            p = close + 1; /* "(PyTorch caching allocator, 2.1+ wording)": the pattern's, not the failure's */
+            continue;
+        }
+        buf[n++] = *p++;
+    }
+    if (cap)
+        buf[n] = '\0';
+}
+
 void report_title(const finding *f, char *buf, size_t cap)
 {
-    const char *t = f->pattern->title ? f->pattern->title : tax_class_human(f->cls);
+    report_what(f, buf, cap);
     if (f->phase != PH_UNKNOWN)
-        snprintf(buf, cap, "%s during %s", t, tax_phase_human(f->phase));
-    else
-        snprintf(buf, cap, "%s", t);
+        append(buf, cap, " during %s", tax_phase_human(f->phase));
+    if (f->rank[0])
+        append(buf, cap, " on rank %s", f->rank);
+    else if (f->local_rank[0]) /* single-node torchrun's [default1]:, attempt_0/1/ */
+        append(buf, cap, " on local rank %s", f->local_rank);
+    else if (f->host[0])
+        append(buf, cap, " on %s", f->host);
 }
 
 void report_sentence(const finding *f, char *buf, size_t cap)
 {
-    report_title(f, buf, cap);
+    report_what(f, buf, cap);
+    if (f->phase != PH_UNKNOWN)
+        append(buf, cap, " during %s", tax_phase_human(f->phase));
     if (f->phase == PH_UNKNOWN)
         append(buf, cap, "%s", " (phase not stated in the log)");
     if (f->first.has_time) {
@@ -36,6 +79,8 @@ void report_sentence(const finding *f, char *buf, size_t cap)
     }
     if (f->rank[0])
         append(buf, cap, " on rank %s", f->rank);
+    else if (f->local_rank[0])
+        append(buf, cap, " on local rank %s", f->local_rank);
     /* a kubectl --prefix line's host is its pod: say so, with the container */
     if (f->host[0] && f->container[0]) {
         append(buf, cap, " (pod %s", f->host);

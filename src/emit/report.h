@@ -12,7 +12,13 @@
 #include "story/story.h"
 #include "base/taxonomy.h"
 
-/* "<pattern title or class description> during <phase>" ("during" part omitted for an unknown phase). */
+/* What failed: the pattern's title without what it says of the wording matched ("(PyTorch caching
+ * allocator, 2.1+ wording)", "(wrapped line)": that is the pattern's, named by `pattern`), or the
+ * class's description when the title names a witness ("... summary line"). */
+void report_what(const finding *f, char *buf, size_t cap);
+
+/* What failed, where, on which rank: "<what> during <phase> on rank <r>" (the phase omitted when
+ * unknown; " on <host>" when no rank is known but a host is). Ticket and JSON titles. */
 void report_title(const finding *f, char *buf, size_t cap);
 
 /* The one-sentence root cause without a leading label: the title, the phase (or that the log does not

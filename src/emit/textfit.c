@@ -113,11 +113,49 @@ static size_t hanging_indent(const char *s, size_t len)
     return i + 2;
 }
 
-int textfit_line(const char *s, size_t len, unsigned width, int cut, oomscan_write_fn fn, void *ud)
+/* A unit after a number: the blank between them does not break ("1.50 GiB", "13 lines", "300 s"). */
+static int unit_after(const char *s, size_t b, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB", "bytes",
+                                        "%", "s", "ms", "lines", "line(s)", "time(s)", "finding(s)"};
+    if (b == 0 || s[b - 1] < '0' || s[b - 1] > '9')
+        return 0;
+    size_t e = b + 1;
+    while (e < len && s[e] != ' ' && s[e] != ',' && s[e] != ')' && s[e] != ';' && s[e] != '.')
+        e++;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strlen(units[i]) == e - b - 1 && memcmp(s + b + 1, units[i], e - b - 1) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether s[a..b) holds more than blanks: a piece that keeps a word */
+static int has_word(const char *s, size_t a, size_t b)
+{
+    for (size_t i = a; i < b; i++)
+        if (s[i] != ' ')
+            return 1;
+    return 0;
+}
+
+/* Whether the line may break at the blank s[b]: not between a number and its unit, not inside a
+ * `command` quoted in backticks. */
+static int breaks_at(const char *s, size_t b, size_t len)
+{
+    if (s[b] != ' ' || unit_after(s, b, len))
+        return 0;
+    size_t ticks = 0;
+    for (size_t i = 0; i < b; i++)
+        ticks += s[i] == '`';
+    return ticks % 2 == 0;
+}
+
+int textfit_line(const char *s, size_t len, unsigned width, int mode, oomscan_write_fn fn, void *ud)
 {
     sink k = {.fn = fn, .ud = ud};
     size_t wcols = width < 20 ? 20 : width;
-    if (textfit_columns(s, len) <= wcols) {
+    int cut = mode == TEXTFIT_CUT;
+    if (mode == TEXTFIT_KEEP || textfit_columns(s, len) <= wcols) {
         put_span(&k, s, 0, len);
         end_line(&k);
         return k.failed ? -1 : 0;
@@ -126,10 +164,22 @@ int textfit_line(const char *s, size_t len, unsigned width, int cut, oomscan_wri
         /* room for the ellipsis; back to the blank before the word that does not fit, unless that
          * throws away more than a third of the line */
         size_t end = advance(s, 0, len, wcols - 1), b = end;
-        while (b > 0 && s[b] != ' ')
+        while (b > 0 && !breaks_at(s, b, len)) /* never between a number and its unit */
             b--;
         if (b > 0 && textfit_columns(s, b) >= (wcols * 2) / 3)
             end = b;
+        /* a number the cut would drop goes with its unit: the quote keeps its figures ("you tried to
+         * allocate 268435456 bytes"), a few columns past the width */
+        if (end < len && s[end] == ' ' && end + 1 < len && s[end + 1] >= '0' && s[end + 1] <= '9') {
+            size_t e = end + 1;
+            while (e < len && s[e] != ' ')
+                e++;
+            if (e < len && unit_after(s, e, len))
+                for (e++; e < len && s[e] != ' '; e++)
+                    ;
+            if (textfit_columns(s + end, e - end) <= 24)
+                end = e;
+        }
         while (end > 0 && s[end - 1] == ' ')
             end--;
         put_span(&k, s, 0, end);
@@ -149,13 +199,27 @@ int textfit_line(const char *s, size_t len, unsigned width, int cut, oomscan_wri
             put(&k, k.sgr, k.sgr_n); /* the colour goes on where it was cut */
         }
         size_t end = advance(s, pos, len, room);
-        if (end < len) {
-            /* the last blank that fits, if the piece keeps some words; else cut the long word */
+        if (end < len && s[end] != ' ') {
+            /* the last blank that fits and may break, if the piece keeps some words; else the word
+             * runs on to its end: a path or a setting split in two cannot be pasted */
             size_t b = end;
-            while (b > pos && s[b] != ' ')
+            while (b > pos && !breaks_at(s, b, len))
                 b--;
-            if (b > pos && s[b] == ' ' && (!first || b > ind))
+            if (b > pos && has_word(s, pos, b)) {
                 end = b;
+            } else {
+                while (end < len && !breaks_at(s, end, len))
+                    end++;
+            }
+        } else if (end < len && !breaks_at(s, end, len)) {
+            size_t b = end; /* a blank between a number and its unit: back to the one before */
+            while (b > pos && !breaks_at(s, b, len))
+                b--;
+            if (b > pos && has_word(s, pos, b))
+                end = b;
+            else
+                while (end < len && !breaks_at(s, end, len))
+                    end++;
         }
         size_t stop = end;
         while (stop > pos && stop < len && s[stop - 1] == ' ')

@@ -523,6 +523,8 @@ typedef struct fd_src { /* a file descriptor read at the top (open_fd) */
     int fd;
     input_ctx *c;
     uint64_t start; /* its offset when opened: a shell may hand over a file part-way read */
+    const unsigned char *pre; /* bytes the caller already read from fd, delivered first */
+    size_t pre_n, pre_pos;
 } fd_src;
 static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap);
 
@@ -571,6 +573,13 @@ static oomscan_status layer(input_ctx *c, input_stream *s, const char *outer, co
 static ssize_t fd_pull(void *ud, void *buf, size_t cap, char *err, size_t errcap)
 {
     fd_src *f = ud;
+    if (f->pre_pos < f->pre_n) {
+        size_t k = f->pre_n - f->pre_pos < cap ? f->pre_n - f->pre_pos : cap;
+        memcpy(buf, f->pre + f->pre_pos, k);
+        f->pre_pos += k;
+        __atomic_fetch_add(&f->c->raw_in, (uint64_t)k, __ATOMIC_RELAXED);
+        return (ssize_t)k;
+    }
     for (;;) {
         /* A pipe may block for ever: wait in short slices so a stop (a signal that reached another
          * thread) is seen. A regular file never blocks. */
@@ -620,8 +629,8 @@ static void limits_fill(input_limits *out, const input_limits *lim)
     out->stop = lim->stop;
 }
 
-static oomscan_status open_fd(int fd, const char *name, const input_limits *lim, input_source_fn fn, void *ud,
-                              oomscan_diag *diag)
+static oomscan_status open_fd(int fd, const char *name, const void *pre, size_t pre_n, const input_limits *lim,
+                              input_source_fn fn, void *ud, oomscan_diag *diag)
 {
     const char *shown = !name ? "<fd>" : strcmp(name, "-") == 0 ? "<stdin>" : name;
     if (fd < 0 || !fn)
@@ -639,7 +648,9 @@ static oomscan_status open_fd(int fd, const char *name, const input_limits *lim,
     input_ctx c = {.path = shown, .fn = fn, .ud = ud, .diag = diag, .regular = regular, .nested_st = OOMSCAN_OK};
     limits_fill(&c.lim, lim);
     off_t at = regular ? lseek(fd, 0, SEEK_CUR) : -1;
-    fd_src src = {fd, &c, at > 0 ? (uint64_t)at : 0};
+    fd_src src = {fd, &c, at > 0 ? (uint64_t)at : 0, pre, pre ? pre_n : 0, 0};
+    if (pre_n)
+        c.regular = 0; /* the bytes are not all in the file at their offsets: no pread */
     input_stream s;
     stream_init(&s, fd_pull, &src);
     oomscan_status st = layer(&c, &s, NULL, NULL, "", 0, 0);
@@ -650,7 +661,13 @@ static oomscan_status open_fd(int fd, const char *name, const input_limits *lim,
 
 oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void *ud, oomscan_diag *diag)
 {
-    return open_fd(fd, name, NULL, fn, ud, diag);
+    return open_fd(fd, name, NULL, 0, NULL, fn, ud, diag);
+}
+
+oomscan_status input_open_fd_after(int fd, const char *name, const void *head, size_t n, const input_limits *lim,
+                                   input_source_fn fn, void *ud, oomscan_diag *diag)
+{
+    return open_fd(fd, name, head, n, lim, fn, ud, diag);
 }
 
 oomscan_status input_open_path(const char *path, input_source_fn fn, void *ud, oomscan_diag *diag)
@@ -664,14 +681,14 @@ oomscan_status input_open_limited(const char *path, const input_limits *lim, inp
     if (!path || !fn)
         return diag_set(diag, OOMSCAN_ERR_USAGE, path, "no input");
     if (strcmp(path, "-") == 0)
-        return open_fd(STDIN_FILENO, "-", lim, fn, ud, diag);
+        return open_fd(STDIN_FILENO, "-", NULL, 0, lim, fn, ud, diag);
     int fd;
     do
         fd = open(path, O_RDONLY | O_CLOEXEC);
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return diag_set(diag, OOMSCAN_ERR_IO, path, "cannot open: %s", strerror(errno));
-    oomscan_status st = open_fd(fd, path, lim, fn, ud, diag);
+    oomscan_status st = open_fd(fd, path, NULL, 0, lim, fn, ud, diag);
     close(fd);
     return st;
 }

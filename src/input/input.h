@@ -87,6 +87,12 @@ oomscan_status input_open_limited(const char *path, const input_limits *lim, inp
 /* Same for an already open file descriptor, named `name` in messages; the fd is not closed. */
 oomscan_status input_open_fd(int fd, const char *name, input_source_fn fn, void *ud, oomscan_diag *diag);
 
+/* input_open_fd under `lim` (NULL: the defaults) when the caller already read the first `n` bytes of
+ * fd into `head` (borrowed for the call): they are delivered first, then the rest of fd. For a live
+ * stream that found compressed data in its first read (a gzip file through a pipe). */
+oomscan_status input_open_fd_after(int fd, const char *name, const void *head, size_t n, const input_limits *lim,
+                                   input_source_fn fn, void *ud, oomscan_diag *diag);
+
 /* What the first `n` bytes of a source announce: "text" (none of the below), "gzip", "zstd", "xz",
  * "bzip2", "tar" (needs 512 bytes) or "zip". The sniffer input_open_path uses, for callers that read
  * bytes themselves (a live stream, --state's check for a plain file). */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "emit/emit.h"
 #include "pipeline/record.h"
 #include "result/result.h"
 
@@ -132,6 +133,16 @@ static uint64_t signature(const struct oomscan_scan *s, const finding *f)
     return h | 1; /* 0 means "never considered" */
 }
 
+/* The compact record (docs/output.md, "NDJSON records"): the checklist named by its id, title and
+ * page, its steps left out (they made a record 7 KB). The hash is taken before, over the whole
+ * record, so a re-run sees the same change either way and a --state file serves both forms. */
+static void compact_remediation(cJSON *j)
+{
+    cJSON *rem = cJSON_GetObjectItemCaseSensitive(j, "remediation");
+    if (cJSON_IsObject(rem))
+        cJSON_DeleteItemFromObjectCaseSensitive(rem, "steps");
+}
+
 /* Print record j (consumed) as one line and hand it to fn: one call per record, so a line-buffered
  * reader never sees half of one. */
 static oomscan_status write_record(cJSON *j, oomscan_write_fn fn, void *ud)
@@ -151,6 +162,22 @@ static oomscan_status write_record(cJSON *j, oomscan_write_fn fn, void *ud)
     return bad ? OOMSCAN_ERR_IO : OOMSCAN_OK;
 }
 
+oomscan_status ndjson_emit_inputs(struct oomscan_scan *s, oomscan_write_fn fn, void *ud)
+{
+    oomscan_status st = OOMSCAN_OK;
+    for (; s->inputs_written < s->n_recs && !st; s->inputs_written++) {
+        const input_record *in = &s->recs[s->inputs_written];
+        if (in->status == INPUT_OK)
+            continue;
+        cJSON *j = emit_input_json(in);
+        if (!j)
+            return OOMSCAN_ERR_NOMEM;
+        cJSON_AddStringToObject(j, "type", "input");
+        st = write_record(j, fn, ud);
+    }
+    return st;
+}
+
 oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,
                            double min_gap, oomscan_write_fn fn, void *ud)
 {
@@ -167,7 +194,7 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
         size_t i = order[k];
         finding *f = &s->st->f[i];
         uint64_t sig = signature(s, f);
-        if (f->written_version == sig || (hold && hold(ready_ud, i)))
+        if (f->written_version == sig || (hold && hold(ready_ud, i)) || !session_wants(s, i))
             continue;
         rep_entry *e = rep_find(s->rep, f->id);
         if (!e && ready && !ready(ready_ud, i))
@@ -192,6 +219,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
             cJSON_Delete(j); /* only more of the same: say it at most every min_gap seconds */
             continue;
         }
+        if (!s->opt.ndjson_steps)
+            compact_remediation(j);
         cJSON_AddStringToObject(j, "type", e ? "update" : "finding");
         if (e) {
             cJSON *ch = cJSON_AddArrayToObject(j, "changes");
@@ -235,6 +264,8 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
             st = OOMSCAN_ERR_NOMEM;
             break;
         }
+        if (!s->opt.ndjson_steps)
+            compact_remediation(j);
         cJSON_ReplaceItemInObjectCaseSensitive(j, "role", cJSON_CreateString("consequence"));
         cJSON_DeleteItemFromObjectCaseSensitive(j, "caused_by");
         cJSON_AddStringToObject(j, "caused_by", into);

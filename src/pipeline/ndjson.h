@@ -45,6 +45,11 @@ typedef int (*ndjson_ready_fn)(void *ud, size_t i);
 oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,
                            double min_gap, oomscan_write_fn fn, void *ud);
 
+/* Write an "input" record (the document's input object and "type": "input") for every input not read
+ * cleanly (status error or partial) since the last call: a consumer of NDJSON alone learns what could
+ * not be scanned (docs/output.md, "NDJSON records"). Returns OOMSCAN_ERR_IO when the writer refused. */
+oomscan_status ndjson_emit_inputs(struct oomscan_scan *s, oomscan_write_fn fn, void *ud);
+
 /* Monotonic seconds. */
 double ndjson_now(void);
 

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,53 @@ const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i)
     return db->p->checklists[i].id;
 }
 
+const char *oomscan_db_checklist_title(const oomscan_db *db, size_t i)
+{
+    pdb_load_advice(db->p);
+    const pdb_checklist *c = &db->p->checklists[i];
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c->json ? c->json : c->raw, "title");
+    return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+/* Levenshtein distance of a and b, both at most 127 bytes (longer: a large number). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), row[128];
+    if (na > 127 || nb > 127)
+        return (size_t)-1;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+const char *oomscan_db_checklist_closest(const oomscan_db *db, const char *id)
+{
+    pdb_load_advice(db->p);
+    const char *best = NULL;
+    size_t bd = (size_t)-1;
+    for (size_t i = 0; i < db->p->n_checklists; i++) {
+        size_t d = edit_distance(id, db->p->checklists[i].id);
+        if (d < bd) {
+            bd = d;
+            best = db->p->checklists[i].id;
+        }
+    }
+    return best && bd * 3 <= strlen(id) ? best : NULL;
+}
+
 const char *oomscan_gzip_backend(void) { return input_gzip_backend(); }
 
 oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud, oomscan_diag *diag)
@@ -132,6 +180,37 @@ oomscan_status oomscan_scan_new(oomscan_scan **out, const oomscan_db *db, const 
         snprintf(s->job_given, sizeof s->job_given, "%s", opt->job_id);
         s->opt.job_id = NULL; /* the caller's string is not kept */
     }
+    /* the filters: class names resolved once */
+    s->filter.roots_only = s->opt.roots_only;
+    s->filter.job = s->opt.only_job;
+    for (const char *c = s->opt.classes; c && *c;) {
+        size_t n = strcspn(c, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), c);
+        int k = tax_class_from_name(name);
+        if (k < 0) {
+            story_free(s->st);
+            free(s);
+            return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "--class: no class '%s' (docs/taxonomy.md)", name);
+        }
+        s->filter.class_mask |= 1u << k;
+        c += n + (c[n] == ',');
+    }
+    const char *bound[2] = {s->opt.since, s->opt.until};
+    for (int b = 0; b < 2; b++) {
+        timefmt *t = b ? &s->filter.until : &s->filter.since;
+        if (!bound[b])
+            continue;
+        if (timefmt_parse(bound[b], strlen(bound[b]), t) != 0 || t->uptime_only) {
+            story_free(s->st);
+            free(s);
+            return diag_set(diag, OOMSCAN_ERR_USAGE, NULL, "--%s '%s': not a time (2024-05-01T12:00:00)",
+                            b ? "until" : "since", bound[b]);
+        }
+        *(b ? &s->filter.has_until : &s->filter.has_since) = 1;
+    }
+    s->filtering = s->filter.roots_only || s->filter.class_mask || s->filter.job || s->filter.has_since ||
+                   s->filter.has_until;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     *out = s;
@@ -181,22 +260,51 @@ void oomscan_scan_free(oomscan_scan *s)
 
 typedef struct {
     char **v;
+    unsigned char *how; /* per path: WALKED, EMPTY_DIR, or 0 for a path named */
     size_t n, cap;
 } strvec;
 
-static int vec_push(strvec *v, const char *s)
+enum { WALKED = 1, EMPTY_DIR = 2 };
+
+static int vec_push_how(strvec *v, const char *s, unsigned char how)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 16;
         char **g = realloc(v->v, cap * sizeof *g);
-        if (!g)
+        if (g)
+            v->v = g;
+        unsigned char *h = g ? realloc(v->how, cap) : NULL;
+        if (!h)
             return -1;
-        v->v = g;
+        v->how = h;
         v->cap = cap;
     }
     if (!(v->v[v->n] = strdup(s)))
         return -1;
-    v->n++;
+    v->how[v->n++] = how;
+    return 0;
+}
+
+static int vec_push(strvec *v, const char *s) { return vec_push_how(v, s, 0); }
+
+/* What the walk leaves out (oomscan_options): a name an exclude glob matches (the last component, as
+ * grep's --exclude), a file larger than max_filesize. Counted in the scan; stdin is never left out. */
+static int left_out(oomscan_scan *s, const char *path, const struct stat *sb)
+{
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    for (size_t i = 0; i < s->opt.n_exclude; i++)
+        if (fnmatch(s->opt.exclude[i], base, 0) == 0 || fnmatch(s->opt.exclude[i], path, 0) == 0) {
+            s->excluded++;
+            return 1;
+        }
+    struct stat own;
+    if (s->opt.max_filesize && !sb && stat(path, &own) == 0)
+        sb = &own;
+    if (s->opt.max_filesize && sb && S_ISREG(sb->st_mode) && (uint64_t)sb->st_size > s->opt.max_filesize) {
+        s->too_large++;
+        return 1;
+    }
     return 0;
 }
 
@@ -212,14 +320,21 @@ static int cmp_tagged(const void *a, const void *b)
  * A symlink that leads nowhere (dangling, or a loop: ELOOP) is kept, so it is reported once with its
  * reason. A path named on the command line is read whatever it is (<(cmd) is a pipe). Returns -1 only
  * when out of memory; unreadable directories become paths that fail later with their reason. */
-static int expand(strvec *out, const char *path, int depth)
+static int expand(oomscan_scan *s, strvec *out, const char *path, int depth)
 {
     struct stat sb;
-    if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
+    if (strcmp(path, "-") == 0)
+        return vec_push(out, path);
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
         if (depth > 0 && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
             return 0;
-        return vec_push(out, path);
+        if (left_out(s, path, NULL))
+            return 0;
+        return vec_push_how(out, path, depth > 0 ? WALKED : 0);
     }
+    if (depth > 0 && s->opt.n_exclude && left_out(s, path, &sb))
+        return 0; /* a folder excluded by name: not walked */
+    size_t before = out->n, left_before = s->excluded + s->too_large;
     DIR *d = opendir(path);
     if (!d)
         return vec_push(out, path);
@@ -248,7 +363,11 @@ static int expand(strvec *out, const char *path, int depth)
         }
         snprintf(child, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", name);
         if (names.v[i][0] == 'f') {
-            rc = vec_push(out, child);
+            if ((s->opt.n_exclude || s->opt.max_filesize) && left_out(s, child, NULL)) {
+                free(child);
+                continue;
+            }
+            rc = vec_push_how(out, child, WALKED);
             free(child);
             continue;
         }
@@ -259,7 +378,7 @@ static int expand(strvec *out, const char *path, int depth)
             continue;
         }
         if (looked && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
-            rc = expand(out, child, depth + 1);
+            rc = expand(s, out, child, depth + 1);
         else if (!looked && lerr != ENOENT) /* past PATH_MAX, say: listed with its reason, not skipped in silence */
             rc = vec_push(out, child);
         free(child);
@@ -267,6 +386,11 @@ static int expand(strvec *out, const char *path, int depth)
     for (size_t i = 0; i < names.n; i++)
         free(names.v[i]);
     free(names.v);
+    free(names.how);
+    /* a folder named that holds no file at all is an input error, not "no failure" (an epilog pointed
+     * at the wrong folder); files left out by --exclude or --max-filesize are counted instead */
+    if (rc == 0 && depth == 0 && out->n == before && s->excluded + s->too_large == left_before)
+        rc = vec_push_how(out, path, EMPTY_DIR);
     return rc;
 }
 
@@ -308,7 +432,8 @@ static int on_source(void *ud, const input_source_info *info, input_stream *stre
                                  .decoder_thread = info->decoder_thread,
                                  .reread = input_can_pread(stream) ? reread_stream : NULL, .reread_ud = stream},
                          .read = read_stream, .read_ud = stream, .why = stream_why, .progress = progress_cb,
-                         .progress_ud = c, .dumps = &u->dumps};
+                         .progress_ud = c, .dumps = &u->dumps,
+                         .skip_binary = !c->s->opt.read_binary && (u->walked || info->member)};
     oomscan_status st = session_scan_source(c->sc, c->ps, &in, u->st, u->job_id, &u->job_conflict, r, NULL);
     r = &u->recs[ri];
     if (r->status == INPUT_OK && input_stream_note(stream)) { /* read, but not as what it is (nested too deep) */
@@ -329,6 +454,14 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 {
     scan_unit *u = &s->units[i];
     scanner_regex_budget(sc, s->opt.limits.regex_budget); /* per input */
+    if (u->empty_dir) {
+        input_record *r = session_add_record(&u->recs, &u->n_recs, u->path, NULL);
+        if (!r || !(r->error = strdup("no file to scan in this folder")))
+            u->status = OOMSCAN_ERR_NOMEM;
+        else
+            r->status = INPUT_ERROR;
+        return;
+    }
     if (s->state && state_run_unit(s, i, sc, ps))
         return; /* --state: a plain file read on from where the last run stopped */
     unit_ctx c = {.s = s, .u = u, .sc = sc, .ps = ps};
@@ -337,9 +470,12 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     const oomscan_limits *l = &s->opt.limits;
     input_limits lim = {.max_bytes = l->max_bytes, .max_ratio = l->max_ratio, .max_members = l->max_members,
                         .max_depth = l->max_depth, .stop = &s->cancel};
-    oomscan_status st = input_open_limited(u->path, &lim, on_source, &c, &d);
+    int is_stdin = strcmp(u->path, "-") == 0;
+    oomscan_status st = is_stdin && s->opt.stdin_label
+                            ? input_open_fd_after(STDIN_FILENO, s->opt.stdin_label, NULL, 0, &lim, on_source, &c, &d)
+                            : input_open_limited(u->path, &lim, on_source, &c, &d);
     if (st && st != OOMSCAN_ERR_CANCELLED) {
-        const char *name = strcmp(u->path, "-") == 0 ? "<stdin>" : u->path;
+        const char *name = !is_stdin ? u->path : s->opt.stdin_label ? s->opt.stdin_label : "<stdin>";
         input_record *r = session_add_record(&u->recs, &u->n_recs, name, NULL);
         if (r) {
             r->status = INPUT_ERROR;
@@ -422,9 +558,10 @@ static int units_done(const oomscan_scan *s, size_t from, size_t to)
 }
 
 /* An input this worker could not read: listed with the reason, as every input given is read or listed. */
-static void unit_not_read(scan_unit *u, const char *why)
+static void unit_not_read(const oomscan_scan *s, scan_unit *u, const char *why)
 {
-    input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path : "<stdin>", NULL);
+    input_record *r = session_add_record(&u->recs, &u->n_recs, strcmp(u->path, "-") ? u->path
+                                         : s->opt.stdin_label ? s->opt.stdin_label : "<stdin>", NULL);
     if (r) {
         r->status = INPUT_ERROR;
         r->error = strdup(why);
@@ -449,7 +586,7 @@ static void *worker(void *arg)
             break;
         if (s->cancel) {
             /* stopped by a signal: the inputs not begun are listed as not read, the report says so */
-            unit_not_read(&s->units[i], "not read: interrupted before this input");
+            unit_not_read(s, &s->units[i], "not read: interrupted before this input");
         } else {
             /* framework votes are per input: a fresh state for each; a scanner that could not be had
              * is tried again (memory may have come free), and the input is listed when it cannot be:
@@ -461,7 +598,7 @@ static void *worker(void *arg)
             if (ps && sc)
                 run_unit(s, i, sc, ps);
             else
-                unit_not_read(&s->units[i], "not read: out of memory for its scanner");
+                unit_not_read(s, &s->units[i], "not read: out of memory for its scanner");
         }
         pthread_mutex_lock(&s->mu);
         s->units[i].done = 1;
@@ -482,10 +619,11 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         /* stdin is one stream: a second "-" would make two workers split one pipe between them */
         if (strcmp(paths[i], "-") == 0 && stdin_seen++)
             continue;
-        if (expand(&files, paths[i], 0) != 0) {
+        if (expand(s, &files, paths[i], 0) != 0) {
             for (size_t k = 0; k < files.n; k++)
                 free(files.v[k]);
             free(files.v);
+            free(files.how);
             return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
         }
     }
@@ -495,6 +633,7 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         for (size_t k = 0; k < files.n; k++)
             free(files.v[k]);
         free(files.v);
+        free(files.how);
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     }
     s->units = g;
@@ -503,10 +642,13 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
         scan_unit *u = &s->units[s->n_units++];
         memset(u, 0, sizeof *u);
         u->path = files.v[k];
+        u->walked = files.how[k] == WALKED;
+        u->empty_dir = files.how[k] == EMPTY_DIR;
         if (!(u->st = story_new()))
             st = OOMSCAN_ERR_NOMEM;
     }
     free(files.v);
+    free(files.how);
     if (!st && s->state)
         st = state_plan(s);
     if (st)
@@ -596,12 +738,21 @@ oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, siz
 size_t oomscan_scan_input_errors(const oomscan_scan *s) { return s->n_errors; }
 const char *oomscan_scan_input_error(const oomscan_scan *s, size_t i) { return i < s->n_errors ? s->errors[i] : NULL; }
 
+void oomscan_scan_input_counts(const oomscan_scan *s, oomscan_input_counts *out)
+{
+    result_tally t;
+    result_tally_inputs(s->recs, s->n_recs, &t);
+    *out = (oomscan_input_counts){.read = t.read, .unreadable = t.unreadable, .binary = t.binary,
+                                  .excluded = s->excluded, .too_large = s->too_large, .own_output = t.own_output,
+                                  .bytes = t.bytes, .lines = t.lines};
+}
+
 size_t oomscan_scan_finding_count(const oomscan_scan *s)
 {
     session_finish((oomscan_scan *)s);
     size_t n = 0;
-    for (size_t i = 0; i < s->st->n; i++)
-        n += s->st->f[i].joined_into < 0; /* windows joined into another finding are not counted */
+    for (size_t i = 0; i < s->st->n; i++) /* windows joined into another finding are not counted */
+        n += s->st->f[i].joined_into < 0 && session_wants(s, i);
     return n;
 }
 
@@ -629,8 +780,10 @@ oomscan_status oomscan_scan_write_ndjson_delta(oomscan_scan *s, oomscan_write_fn
 oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oomscan_write_fn fn, void *ud)
 {
     session_finish(s);
-    if (out->format == OOMSCAN_FMT_NDJSON)
-        return oomscan_scan_write_ndjson_delta(s, fn, ud);
+    if (out->format == OOMSCAN_FMT_NDJSON) { /* the findings, then what could not be scanned */
+        oomscan_status st = oomscan_scan_write_ndjson_delta(s, fn, ud);
+        return st ? st : ndjson_emit_inputs(s, fn, ud);
+    }
     result_scan view;
     session_result_scan(s, &view);
     /* the JSON document takes findings one at a time: advice is asked as each is written */
@@ -640,7 +793,7 @@ oomscan_status oomscan_scan_write(oomscan_scan *s, const oomscan_output *out, oo
     oomscan_status st = out->format == OOMSCAN_FMT_TEXT     ? emit_text(r, out->color, out->verbose, out->width, fn, ud)
                         : out->format == OOMSCAN_FMT_TICKET ? emit_tickets(r, out, fn, ud)
                         : out->format == OOMSCAN_FMT_MARKDOWN ? emit_markdown(r, fn, ud)
-                        : out->format == OOMSCAN_FMT_OPENMETRICS ? emit_openmetrics(r, fn, ud)
+                        : out->format == OOMSCAN_FMT_OPENMETRICS ? emit_openmetrics(r, out->run_time, fn, ud)
                                                             : emit_json_write(r, fn, ud);
     result_free(r);
     return st;

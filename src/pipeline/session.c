@@ -69,6 +69,23 @@ void session_result_scan(const struct oomscan_scan *s, result_scan *out)
     out->job = session_scan_job(s);
     out->inputs = s->recs;
     out->n_inputs = s->n_recs;
+    out->excluded = s->excluded;
+    out->too_large = s->too_large;
+    out->filter = s->filtering ? &s->filter : NULL;
+}
+
+int session_wants(const struct oomscan_scan *s, size_t i)
+{
+    if (!s->filtering)
+        return 1;
+    result_scan view;
+    session_result_scan(s, &view);
+    result_finding rf;
+    if (result_finding_init(&rf, &view, i, 0) != 0)
+        return 1; /* out of memory: written rather than lost */
+    int want = result_filter_wants(&s->filter, &rf);
+    result_finding_clear(&rf);
+    return want;
 }
 
 /* The bytes taken to recognise a dump, then the rest of the source (dumps.h). */
@@ -91,6 +108,42 @@ static ssize_t read_sniffed(void *ud, void *buf, size_t cap)
     return r->err ? -1 : r->in->read(r->in->read_ud, buf, cap);
 }
 
+/* Whether a source's head is binary data, not a log. A NUL byte is the trigger, as in grep and ripgrep,
+ * but real logs hold lone NULs (PyTorch's DataLoader writes one before "ERROR: Unexpected bus error",
+ * fixtures/realjobs/dataloader_bus_error) and a node that crashed leaves a log's tail as zeros: so a
+ * run of NULs reaching the end of the head is not counted, and the head is binary when a NUL is in its
+ * first 64 bytes (safetensors' header length, most file headers) or a tenth of its bytes are not text
+ * (printable ASCII, tab, newline, CR, FF, VT, BS, ESC, valid UTF-8): tensors, pickled storages. */
+static int looks_binary(const unsigned char *h, size_t n)
+{
+    while (n > 0 && h[n - 1] == 0)
+        n--;
+    if (!memchr(h, 0, n))
+        return 0;
+    if (memchr(h, 0, n < 64 ? n : 64))
+        return 1;
+    size_t other = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = h[i];
+        if ((c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\b' ||
+            c == 0x1b) {
+            i++;
+            continue;
+        }
+        size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        size_t k = 1;
+        while (len && k < len && i + k < n && (h[i + k] & 0xc0) == 0x80)
+            k++;
+        if (len && k == len) {
+            i += len;
+            continue;
+        }
+        other++;
+        i++;
+    }
+    return other * 10 >= n;
+}
+
 /* A whole source read from its start (not a continuation, not a live stream): crash dumps are told by
  * their first bytes, never their names, and read by src/dumps/; anything else is scanned as a log. */
 static oomscan_status scan_or_read_dump(scanner *sc, phase_state *ps, session_source *in, story *st,
@@ -109,10 +162,14 @@ static oomscan_status scan_or_read_dump(scanner *sc, phase_state *ps, session_so
         sn.nhead += (size_t)k;
     }
     dump_kind kind = dumps_sniff(head, sn.nhead);
-    if (kind == DUMP_NONE)
+    /* binary data (looks_binary): a checkpoint in a run folder (model.safetensors) is not read as half
+     * a million "lines" */
+    int binary = kind == DUMP_NONE && in->skip_binary && looks_binary(head, sn.nhead);
+    if (kind == DUMP_NONE && !binary)
         return scanner_run(sc, read_sniffed, &sn, &in->src, ps, story_sink(st), res, in->progress, in->progress_ud);
-    if (kind == DUMP_OOMSCAN) { /* read again, its quoted evidence would be every failure a second time */
-        char *c = strdup("oomscan");
+    /* oomscan's own output is not read again: its quoted evidence would be every failure a second time */
+    if (binary || kind == DUMP_OOMSCAN) {
+        char *c = strdup(binary ? "binary" : "oomscan");
         if (!c)
             return OOMSCAN_ERR_NOMEM;
         free(rec->container);

@@ -30,6 +30,8 @@ typedef struct {
     int done;
     oomscan_status status; /* OOMSCAN_OK or out of memory */
     struct dumps_acc *dumps; /* crash dumps read together after all inputs (dumps.h), NULL if none */
+    int walked;    /* found by walking a folder, not named: a binary file is skipped (read_binary aside) */
+    int empty_dir; /* a folder named that holds no file: an input error, not "no failure" */
 } scan_unit;
 
 struct oomscan_scan {
@@ -55,6 +57,10 @@ struct oomscan_scan {
     volatile sig_atomic_t cancel; /* set from a signal handler: stop reading, flush, return */
     size_t extra_inputs;         /* inputs behind merged records or a stream (they have no unit) */
     int findings_capped;         /* the whole run's findings limit was reached and said so */
+    size_t excluded, too_large;  /* files not read: an exclude glob matched, larger than max_filesize */
+    size_t inputs_written;       /* input records looked at by ndjson_emit_inputs so far */
+    result_filter filter;        /* oomscan_options' filters, class names resolved */
+    int filtering;               /* any filter set */
     /* workers */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -85,6 +91,7 @@ typedef struct {
     const char *(*why)(void *read_ud);  /* the reason after a read error (NULL or "": "read error") */
     scan_progress_fn progress;          /* may be NULL */
     struct dumps_acc **dumps;           /* crash dumps are recognised (dumps.h) and kept here; NULL: read as a log */
+    int skip_binary;                    /* with dumps: a NUL byte in the head skips the source (container "binary") */
     void *progress_ud;
 } session_source;
 
@@ -102,6 +109,9 @@ void session_finish(struct oomscan_scan *s);
 
 /* The scan-wide job: the one given in the options, else the one every input's name agrees on, else "". */
 const char *session_scan_job(const struct oomscan_scan *s);
+
+/* Whether finding i passes the options' filters (always, when none is set). */
+int session_wants(const struct oomscan_scan *s, size_t i);
 
 /* The view a result is built from (session_finish() first). Borrowed from `s`. */
 void session_result_scan(const struct oomscan_scan *s, result_scan *out);

@@ -55,6 +55,8 @@ typedef struct {
     unsigned char head[256]; /* first bytes of the followed file, to notice a truncate-and-rewrite */
     size_t head_n;
     char err[200];
+    unsigned char *packed; /* stdin's first read when it is compressed or archived: decoded, not live */
+    size_t packed_n;
 } live;
 
 static int live_ready(void *ud, size_t i)
@@ -152,6 +154,16 @@ static ssize_t live_read(void *ud, void *buf, size_t cap)
                 memcpy(r->head + r->head_n, buf, k);
                 r->head_n += k;
             }
+            if (!r->checked && strcmp(input_sniff(buf, (size_t)n), "text") != 0 && !r->follow) {
+                /* a compressed file through a pipe is a file, not a live log: decoded as one (issue 33) */
+                if (!(r->packed = malloc((size_t)n))) {
+                    snprintf(r->err, sizeof r->err, "out of memory");
+                    return -1;
+                }
+                memcpy(r->packed, buf, (size_t)n);
+                r->packed_n = (size_t)n;
+                return 0;
+            }
             if (!r->checked && strcmp(input_sniff(buf, (size_t)n), "text") != 0) {
                 snprintf(r->err, sizeof r->err, "compressed or archived data cannot be followed as a stream "
                                                 "(give it as a file, or decompress it into the pipe)");
@@ -186,6 +198,65 @@ static ssize_t live_read(void *ud, void *buf, size_t cap)
         }
         nap(FOLLOW_TICK_MS);
     }
+}
+
+/* A compressed or archived stream on stdin: each source decoded and scanned as a file's would be. */
+typedef struct {
+    live *r;
+    scanner *sc;
+    oomscan_status st;
+} packed_ctx;
+
+static ssize_t packed_read(void *ud, void *buf, size_t cap) { return input_read(ud, buf, cap); }
+static const char *packed_why(void *ud) { return input_stream_error(ud); }
+
+static int packed_source(void *ud, const input_source_info *info, input_stream *in)
+{
+    packed_ctx *c = ud;
+    oomscan_scan *s = c->r->s;
+    input_record *rec = session_add_record(&s->recs, &s->n_recs, info->path, info->member);
+    if (!rec || (info->container && !(rec->container = strdup(info->container)))) {
+        c->st = OOMSCAN_ERR_NOMEM;
+        return 1;
+    }
+    size_t ri = (size_t)(rec - s->recs);
+    phase_reset_source(c->r->ps);
+    session_source src = {.src = {.path = info->path, .member = info->member, .input = 0},
+                          .read = packed_read, .read_ud = in, .why = packed_why};
+    scan_result res;
+    c->st = session_scan_source(c->sc, c->r->ps, &src, s->st, s->job_id, &s->job_conflict, rec, &res);
+    if (res.read_error && session_add_error(s, &s->recs[ri]) != 0 && !c->st)
+        c->st = OOMSCAN_ERR_NOMEM;
+    return c->st != OOMSCAN_OK || s->cancel;
+}
+
+/* The stream turned out compressed: its empty "text" record goes, the data is decoded from the bytes
+ * already read on. Returns the scan's status (a bad container is an input error, not a failure). */
+static oomscan_status read_packed(live *r, scanner *sc, const char *name)
+{
+    oomscan_scan *s = r->s;
+    input_record *last = &s->recs[--s->n_recs];
+    free(last->path);
+    free(last->member);
+    free(last->container);
+    free(last->error);
+    const oomscan_limits *l = &s->opt.limits;
+    input_limits lim = {.max_bytes = l->max_bytes, .max_ratio = l->max_ratio, .max_members = l->max_members,
+                        .max_depth = l->max_depth, .stop = &s->cancel};
+    packed_ctx c = {.r = r, .sc = sc};
+    oomscan_diag d;
+    diag_clear(&d);
+    oomscan_status st = input_open_fd_after(r->fd, name, r->packed, r->packed_n, &lim, packed_source, &c, &d);
+    if (st && st != OOMSCAN_ERR_CANCELLED && !c.st) {
+        input_record *rec = session_add_record(&s->recs, &s->n_recs, name, NULL);
+        if (!rec)
+            return OOMSCAN_ERR_NOMEM;
+        rec->status = INPUT_ERROR;
+        rec->error = strdup(d.msg[0] ? d.msg : status_name(st));
+        if (rec->error && session_add_error(s, rec) != 0)
+            return OOMSCAN_ERR_NOMEM;
+    }
+    return c.st;
 }
 
 static input_record *live_rec(oomscan_scan *s, const char *name)
@@ -237,7 +308,7 @@ oomscan_status oomscan_scan_stream(oomscan_scan *s, const char *path, int follow
         phase_free(ps);
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     }
-    const char *name = is_stdin ? "<stdin>" : path;
+    const char *name = !is_stdin ? path : s->opt.stdin_label ? s->opt.stdin_label : "<stdin>";
     live r = {.s = s, .ps = ps, .path = path, .follow = follow, .flush = (flush_ms ? flush_ms : 2000) / 1000.0,
               .fn = fn, .ud = ud, .last_data = ndjson_now()};
     s->extra_inputs = 1; /* one input, index 0, whatever rotations happen */
@@ -271,6 +342,8 @@ oomscan_status oomscan_scan_stream(oomscan_scan *s, const char *path, int follow
         st = session_scan_source(sc, ps, &in, s->st, s->job_id, &s->job_conflict, rec, &res);
         if (res.read_error && session_add_error(s, rec) != 0 && !st)
             st = OOMSCAN_ERR_NOMEM;
+        if (!st && r.packed)
+            st = read_packed(&r, sc, name);
         if (!is_stdin)
             close(r.fd);
         if (!r.rotated || s->cancel || r.broken || res.read_error)
@@ -279,6 +352,7 @@ oomscan_status oomscan_scan_stream(oomscan_scan *s, const char *path, int follow
     }
     live_emit(&r, 1);
     free(r.seen);
+    free(r.packed);
     scanner_free(sc);
     phase_free(ps);
     if (st)

@@ -2,6 +2,7 @@
  * advice (asked of advice/remedy.h once per finding). */
 #include "result/result.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,24 @@ tax_framework result_framework(const uint32_t votes[FW__COUNT], const finding *f
     return (tax_framework)best;
 }
 
+void result_tally_inputs(const input_record *in, size_t n, result_tally *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        const char *c = in[i].container ? in[i].container : "";
+        if (in[i].status == INPUT_ERROR)
+            out->unreadable++;
+        else if (strcmp(c, "binary") == 0)
+            out->binary++;
+        else if (strcmp(c, "oomscan") == 0)
+            out->own_output++;
+        else
+            out->read++;
+        out->bytes += in[i].bytes;
+        out->lines += in[i].lines;
+    }
+}
+
 void result_finding_clear(result_finding *rf)
 {
     if (!rf)
@@ -33,6 +52,77 @@ void result_finding_clear(result_finding *rf)
     cJSON_Delete(rf->versions);
     free(rf->sources);
     memset(rf, 0, sizeof *rf);
+}
+
+/* s with every `<name>` of ph (name, value pairs, NULL-ended) replaced by its value; NULL when none
+ * occurs or out of memory. The caller frees. */
+static char *fill(const char *s, const char *const *ph)
+{
+    size_t cap = strlen(s) + 1, n = 0, hits = 0;
+    for (const char *const *p = ph; *p; p += 2)
+        cap += strlen(p[1]) * 4;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    for (const char *c = s; *c;) {
+        const char *const *p = ph;
+        for (; *p; p += 2) {
+            size_t k = strlen(*p);
+            if (*c == '<' && strncmp(c + 1, *p, k) == 0 && c[k + 1] == '>')
+                break;
+        }
+        if (*p && n + strlen(p[1]) < cap) {
+            n += (size_t)snprintf(out + n, cap - n, "%s", p[1]);
+            c += strlen(*p) + 2;
+            hits++;
+        } else if (n + 1 < cap) {
+            out[n++] = *c++;
+        } else {
+            break;
+        }
+    }
+    out[n] = '\0';
+    if (!hits) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Every value the finding carries goes into the commands it is told to run (issue 33): `sacct -j
+ * <jobid>` for a job whose id is known is `sacct -j 4242`. Only placeholders whose value is known are
+ * filled; the others stay for the user. */
+static void fill_placeholders(cJSON *remediation, const finding *f, const char *job)
+{
+    char xid[32] = "";
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(f->memory, "xid");
+    if (cJSON_IsNumber(x))
+        snprintf(xid, sizeof xid, "Xid_%d", x->valueint);
+    const char *ph[12];
+    size_t k = 0;
+    if (job && job[0])
+        ph[k++] = "jobid", ph[k++] = job;
+    if (f->host[0])
+        ph[k++] = "node", ph[k++] = f->host;
+    if (f->pid[0])
+        ph[k++] = "pid", ph[k++] = f->pid;
+    if (xid[0])
+        ph[k++] = "xid", ph[k++] = xid;
+    ph[k] = NULL;
+    if (!k)
+        return;
+    cJSON *step, *set;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(remediation, "steps"))
+    {
+        cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(step, "settings"))
+        {
+            cJSON *t = cJSON_GetObjectItemCaseSensitive(set, "text");
+            char *filled = cJSON_IsString(t) ? fill(t->valuestring, ph) : NULL;
+            if (filled)
+                cJSON_ReplaceItemInObjectCaseSensitive(set, "text", cJSON_CreateString(filled));
+            free(filled);
+        }
+    }
 }
 
 int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, int with_advice)
@@ -79,6 +169,7 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
             rf->versions = a->versions;
             a->remediation = a->diagnosis = a->versions = NULL;
             advice_free(a);
+            fill_placeholders(rf->remediation, f, rf->job);
         }
     }
     if (!rf->remediation)
@@ -88,6 +179,30 @@ int result_finding_init(result_finding *rf, const result_scan *scan, size_t i, i
         return -1;
     }
     return 0;
+}
+
+int result_filter_wants(const result_filter *flt, const result_finding *rf)
+{
+    if (!flt)
+        return 1;
+    if (flt->roots_only && !rf->is_root)
+        return 0;
+    if (flt->class_mask && !(flt->class_mask & (1u << rf->f->cls)))
+        return 0;
+    if (flt->job && strcmp(rf->job ? rf->job : "", flt->job) != 0)
+        return 0;
+    const story_loc *at = &rf->f->first;
+    if (flt->has_since) {
+        int c = at->has_time ? timefmt_cmp(&at->time, &flt->since) : TIMEFMT_INCOMPARABLE;
+        if (c == TIMEFMT_INCOMPARABLE || c < 0)
+            return 0;
+    }
+    if (flt->has_until) {
+        int c = at->has_time ? timefmt_cmp(&at->time, &flt->until) : TIMEFMT_INCOMPARABLE;
+        if (c == TIMEFMT_INCOMPARABLE || c > 0)
+            return 0;
+    }
+    return 1;
 }
 
 static result *build(const result_scan *scan, int with_advice)
@@ -105,12 +220,27 @@ static result *build(const result_scan *scan, int with_advice)
     for (size_t k = shown; k < n; k++)
         r->pos[order[k]] = (size_t)-1; /* joined into another finding: no item of its own */
     for (size_t k = 0; k < shown; k++) {
-        if (result_finding_init(&r->items[k], scan, order[k], with_advice) != 0) {
+        result_finding *rf = &r->items[r->n];
+        /* the filter needs the role and job, not the advice: a finding left out costs no advice */
+        if (result_finding_init(rf, scan, order[k], 0) != 0) {
             free(order);
             result_free(r);
             return NULL;
         }
-        r->pos[order[k]] = k;
+        if (!result_filter_wants(scan->filter, rf)) {
+            result_finding_clear(rf);
+            r->pos[order[k]] = (size_t)-1;
+            continue;
+        }
+        if (with_advice) {
+            result_finding_clear(rf);
+            if (result_finding_init(rf, scan, order[k], 1) != 0) {
+                free(order);
+                result_free(r);
+                return NULL;
+            }
+        }
+        r->pos[order[k]] = r->n;
         r->n++;
     }
     free(order);

@@ -23,11 +23,31 @@ typedef enum { INPUT_OK, INPUT_PARTIAL, INPUT_ERROR } input_status;
 typedef struct {
     char *path;
     char *member;    /* NULL outside archives */
-    char *container; /* "text", "gzip", "tar+gzip", "ndjson", ... or NULL when it could not be opened */
+    char *container; /* "text", "gzip", "tar+gzip", "ndjson", ... or NULL when it could not be opened;
+                      * "binary" when skipped as binary data (session.c), "oomscan" for oomscan's
+                      * own output: neither is read */
     input_status status;
     char *error;     /* reason when not ok */
     uint64_t bytes, lines, lines_cut;
 } input_record;
+
+/* Inputs by what became of them: read (whole or in part), unreadable, skipped as binary, oomscan's
+ * own output (not read); bytes and lines over all. One count for the text report's first line and
+ * oomscan_scan_input_counts(). */
+typedef struct {
+    size_t read, unreadable, binary, own_output;
+    uint64_t bytes, lines;
+} result_tally;
+void result_tally_inputs(const input_record *in, size_t n, result_tally *out);
+
+/* Which findings a result holds (oomscan_options' filters); all zero: every finding. */
+typedef struct {
+    int roots_only;
+    uint32_t class_mask; /* bit per tax_class; 0: every class */
+    const char *job;     /* NULL: every job */
+    int has_since, has_until;
+    timefmt since, until; /* log time bounds of the first occurrence */
+} result_filter;
 
 /* What a result is built from: the scan's finished story and the scan-wide context. */
 typedef struct {
@@ -37,6 +57,8 @@ typedef struct {
     const char *job;           /* the scan-wide job ("" when none or the inputs disagree) */
     const input_record *inputs;
     size_t n_inputs;
+    size_t excluded, too_large; /* files the walk skipped by name or size (not inputs: counted only) */
+    const result_filter *filter; /* NULL: every finding */
 } result_scan;
 
 /* One finding as every writer states it. */
@@ -56,6 +78,9 @@ typedef struct {
     cJSON *diagnosis;             /* {"conclusions": [...]}, NULL when nothing can be concluded */
     cJSON *versions;              /* {"torch": "2.1.0", ...} the job's logs printed (advice.h), NULL: none */
 } result_finding;
+
+/* Whether the filter (NULL: none) keeps this resolved finding. */
+int result_filter_wants(const result_filter *flt, const result_finding *rf);
 
 typedef struct {
     result_scan scan;

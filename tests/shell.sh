@@ -1,0 +1,195 @@
+#!/bin/sh
+# shell.sh OOMSCAN SOURCE_DIR - how the answer reaches people and programs (issue 33): a batch NDJSON run
+# writes each finding once, final, and compact; nothing scanned is not "no failure"; the text report ends
+# with the answer; streams behave like files; binary files are skipped by content.
+set -u
+oomscan=$1 src=$2
+. "$(dirname "$0")/testlib.sh"
+oomscan=$(abspath "$oomscan")
+# jq -e on stdin or FILE, false on no input at all (jq 1.6 -e says true to nothing)
+jqe() {
+  n=$((n + 1)); cat ${2:+"$2"} > "$t/jqe.$n"
+  [ -s "$t/jqe.$n" ] && jq -e "$1" "$t/jqe.$n" > /dev/null
+}
+n=0
+job="$src/fixtures/realjobs/slurm_torchrun_oom"
+
+# ---- item 9: a batch NDJSON run writes each finding once, final; compact unless asked ----------------
+"$oomscan" -f ndjson "$job" > "$t/batch.ndjson"
+"$oomscan" -f json "$job" > "$t/batch.json"
+[ "$(jq -r .type "$t/batch.ndjson" | sort -u)" = finding ] && ok ||
+  bad "batch ndjson: records other than 'finding': $(jq -r .type "$t/batch.ndjson" | sort | uniq -c | tr '\n' ' ')"
+[ "$(jq -r .id "$t/batch.ndjson" | sort | uniq -d)" = "" ] && ok || bad "batch ndjson: an id written twice"
+[ "$(jq -r 'select(.role=="root") | .id' "$t/batch.ndjson" | sort)" = \
+  "$(jq -r '.findings[] | select(.role=="root") | .id' "$t/batch.json" | sort)" ] && ok ||
+  bad "batch ndjson: jq's roots are not the document's"
+[ "$(wc -l < "$t/batch.ndjson")" -eq "$(jq '.findings | length' "$t/batch.json")" ] && ok ||
+  bad "batch ndjson: $(wc -l < "$t/batch.ndjson") records for $(jq '.findings | length' "$t/batch.json") findings"
+jq -e -s 'length > 0 and all(.[]; .remediation.id != null and (.remediation | has("steps") | not))' "$t/batch.ndjson" > /dev/null &&
+  ok || bad "batch ndjson: a record carries the whole checklist, or no checklist id"
+"$oomscan" -f ndjson --full-checklist "$job" > "$t/full.ndjson"
+[ "$(jq -c '[.id, .remediation.steps]' "$t/full.ndjson" | sort)" = \
+  "$(jq -c '.findings[] | [.id, .remediation.steps]' "$t/batch.json" | sort)" ] && ok ||
+  bad "--full-checklist: the steps differ from the JSON document's"
+# merge takes the compact records and gives the same answer as the document
+"$oomscan" merge -f json "$t/batch.ndjson" > "$t/merged.json"
+[ "$(jq -c '.findings[] | [.id, .role, .remediation.steps]' "$t/merged.json")" = \
+  "$(jq -c '.findings[] | [.id, .role, .remediation.steps]' "$t/batch.json")" ] && ok ||
+  bad "merge of compact records differs from the scan"
+
+# ---- item 11: nothing scanned is not "no failure" ---------------------------------------------------
+mkdir "$t/empty"
+"$oomscan" "$t/empty" > "$t/e.out" 2> "$t/e.err"; rc=$?
+[ $rc -eq 2 ] && ok || bad "empty folder: exit $rc, want 2"
+grep -q "empty.*no file to scan" "$t/e.err" && grep -q "nothing scanned" "$t/e.err" && ok ||
+  bad "empty folder: stderr does not say what was not scanned: $(cat "$t/e.err")"
+! grep -q "No failure found" "$t/e.out" && grep -q "^Nothing scanned" "$t/e.out" && ok ||
+  bad "empty folder: the report says: $(cat "$t/e.out")"
+"$oomscan" -f json "$t/empty" > "$t/e.json" 2> /dev/null
+jqe '.inputs[0].status == "error"' "$t/e.json" && ok || bad "empty folder: not an error input in JSON"
+"$oomscan" "$t/no-such-dir" > "$t/m.out" 2> "$t/m.err"; rc=$?
+[ $rc -eq 2 ] && ! grep -q "No failure found" "$t/m.out" && grep -q "nothing scanned" "$t/m.err" && ok ||
+  bad "missing path: exit $rc, report: $(cat "$t/m.out"), stderr: $(cat "$t/m.err")"
+
+# ---- item 1: the inventory in one line, the answer last; -v per input in natural order --------------
+mkdir "$t/ranks"
+cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/ranks/rank5.log"
+cp "$src/fixtures/golden/verl-log-prob-oom.log" "$t/ranks/rank46.log"
+cp "$src/fixtures/golden/slurm-oom-kill.log" "$t/ranks/rank10.log"
+"$oomscan" "$t/ranks" > "$t/r.out" 2> /dev/null
+! grep -q ": ok, [0-9]* lines" "$t/r.out" && ok || bad "text: an inventory line per input without -v"
+head -n 1 "$t/r.out" | grep -q "^3 input(s) read ([0-9]* bytes, [0-9]* lines)" && ok ||
+  bad "text: the first line is not the inventory: $(head -n 1 "$t/r.out")"
+inv=$(grep -n "input(s) read" "$t/r.out" | cut -d: -f1) root=$(grep -n "^Root cause" "$t/r.out" | tail -n 1 | cut -d: -f1)
+[ -n "$root" ] && [ "$inv" -lt "$root" ] && ok || bad "text: the answer is not last (inventory line $inv, last root $root)"
+"$oomscan" -v "$t/ranks" > "$t/v.out" 2> /dev/null
+[ "$(grep -o 'rank[0-9]*\.log: ok' "$t/v.out" | tr '\n' ' ')" = "rank5.log: ok rank10.log: ok rank46.log: ok " ] && ok ||
+  bad "-v: inputs not in natural order: $(grep -o 'rank[0-9]*\.log: ok' "$t/v.out" | tr '\n' ' ')"
+
+# ---- item 12: binary files skipped by content; --binary, --exclude, --max-filesize -------------------
+mkdir "$t/run" "$t/run/ckpt"
+cp "$src/fixtures/golden/verl-log-prob-oom.log" "$t/run/train.log"
+# a checkpoint as safetensors writes it: an 8-byte little-endian header length, then JSON, then tensors
+python3 -c 'import json,struct,sys
+h = json.dumps({"w": {"dtype": "F32", "shape": [4096], "data_offsets": [0, 16384]}}).encode()
+sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + bytes(16384))' > "$t/run/ckpt/model.safetensors"
+"$oomscan" -f json "$t/run" > "$t/b.json" 2> /dev/null
+jqe '[.inputs[] | select(.path | endswith("model.safetensors"))][0] | .container == "binary" and .lines == 0' \
+  "$t/b.json" && ok || bad "a checkpoint in a folder was read: $(jq -c '.inputs' "$t/b.json")"
+"$oomscan" "$t/run" 2> /dev/null | head -n 1 | grep -q "1 skipped (1 binary)" && ok ||
+  bad "the summary line does not count the binary file: $("$oomscan" "$t/run" 2> /dev/null | head -n 1)"
+"$oomscan" -f json --binary "$t/run" | jqe '[.inputs[] | select(.container == "binary")] | length == 0' &&
+  ok || bad "--binary: the checkpoint is still skipped"
+"$oomscan" -f json "$t/run/ckpt/model.safetensors" 2> /dev/null | jqe '.inputs[0].container == "text"' &&
+  ok || bad "a binary file named on the command line is not read"
+"$oomscan" -f json --exclude '*.safetensors' "$t/run" | jqe '.skipped.excluded == 1 and (.inputs | length) == 1' &&
+  ok || bad "--exclude: the checkpoint is not left out"
+"$oomscan" -f json --exclude ckpt "$t/run" | jqe '.skipped.excluded == 1 and (.inputs | length) == 1' &&
+  ok || bad "--exclude of a folder: it is still walked"
+"$oomscan" -f json --binary --max-filesize 8K "$t/run" | jqe '.skipped.too_large == 1 and (.inputs | length) == 1' &&
+  ok || bad "--max-filesize 8K: the 16 KiB checkpoint is not left out"
+# a log is not binary for a lone NUL (PyTorch's DataLoader writes one) or a crashed node's zeros after it
+{ cat "$src/fixtures/golden/verl-log-prob-oom.log"; head -c 5000 /dev/zero; } > "$t/run/crashed.log"
+"$oomscan" -f json "$t/run" | jqe '[.inputs[] | select(.path | endswith("crashed.log"))][0].container == "text"' &&
+  ok || bad "a log followed by a crashed node's zeros was skipped as binary"
+"$oomscan" -f json "$src/fixtures/realjobs/dataloader_bus_error" | jqe '[.inputs[] | select(.container == "binary")] | length == 0' && ok || bad "a log with the DataLoader's NUL was skipped as binary"
+"$oomscan" "$t/run/ckpt" > "$t/o.out" 2> "$t/o.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "nothing scanned (1 binary" "$t/o.err" && ok ||
+  bad "a folder of checkpoints only: exit $rc, $(cat "$t/o.err")"
+
+# ---- item 10: streams behave like files ---------------------------------------------------------------
+log="$src/fixtures/golden/verl-log-prob-oom.log"
+"$oomscan" -f ndjson "$log" | jq -c '[.id, .class]' > "$t/file.ids"
+gzip -c "$log" | "$oomscan" -f ndjson > "$t/gz.ndjson" 2> "$t/gz.err"; rc=$?
+[ $rc -eq 1 ] && [ "$(jq -c '[.id, .class]' "$t/gz.ndjson")" = "$(cat "$t/file.ids")" ] && ok ||
+  bad "gzip through a pipe, -f ndjson: exit $rc, $(head -c 200 "$t/gz.ndjson") $(cat "$t/gz.err")"
+tar czf - -C "$src/fixtures/golden" verl-log-prob-oom.log | "$oomscan" -f ndjson | jq -e -s \
+  'length > 0 and all(.[]; .source.member == "verl-log-prob-oom.log")' > /dev/null && ok ||
+  bad "a tar.gz through a pipe, -f ndjson: its members are not read"
+# --label names stdin, and is read as a file name is (the job of slurm-N.out)
+"$oomscan" -f json --label slurm-4242.out < "$log" > "$t/l.json"
+jqe '.inputs[0].path == "slurm-4242.out" and .findings[0].job == "4242"' "$t/l.json" && ok ||
+  bad "--label: $(jq -c '[.inputs[0].path, .findings[0].job]' "$t/l.json")"
+cat "$log" | "$oomscan" -f ndjson --label rank3.log | jqe '.source.path == "rank3.log" and .context.rank == 3' &&
+  ok || bad "--label on a live stream does not name it"
+# an unchanged --state re-run has nothing new: exit 0 (docs/streaming.md)
+"$oomscan" -f ndjson --state "$t/st" "$log" > /dev/null; rc1=$?
+"$oomscan" -f ndjson --state "$t/st" "$log" > "$t/again.ndjson"; rc2=$?
+[ $rc1 -eq 1 ] && [ $rc2 -eq 0 ] && [ ! -s "$t/again.ndjson" ] && ok || bad "--state re-run: exit $rc1 then $rc2"
+# unreadable inputs are records too, so NDJSON alone tells what was not scanned
+"$oomscan" -f ndjson "$log" "$t/no-such.log" "$t/empty" > "$t/in.ndjson" 2> /dev/null; rc=$?
+[ $rc -eq 2 ] && [ "$(jq -r 'select(.type == "input") | [.path, .status] | join(" ")' "$t/in.ndjson" | sed "s|$t/||")" = \
+  "no-such.log error
+empty error" ] && ok || bad "input records: exit $rc, $(jq -c 'select(.type == "input")' "$t/in.ndjson")"
+"$oomscan" merge -f json "$t/in.ndjson" | jqe '.findings | length == 1' && ok ||
+  bad "merge does not skip input records"
+
+# ---- item 16: .ci/setup installs what building and running needs; the tests' world is .ci/test's -----
+setup="$src/.ci/setup" citest="$src/.ci/test"
+for p in slurmd munge rsyslog prometheus python3-torch clang check jq zsh; do
+  ! grep -v '^ *#' "$setup" | grep -Eq "(^|[ (])$p([ )\`]|-|$)" && ok || bad ".ci/setup installs $p, which only the tests need"
+  grep -Eq "(^|[ (])$p([ )\`]|-|$)" "$citest" && ok || bad ".ci/test does not install $p"
+done
+grep -q -- '-DOOMSCAN_TESTS=OFF' "$setup" && ok || bad ".ci/setup builds the test suite (it needs Check)"
+[ "$(grep -o 'bash \.ci/[a-z]*' "$src/.ci/run" | tr '\n' ' ')" = "bash .ci/setup bash .ci/test " ] && ok ||
+  bad ".ci/run is not setup then test"
+grep -q 'DOOMSCAN_TESTS=OFF' "$src/README.md" && ok || bad "the README gives no build-only line"
+
+# ---- item 5: the quote keeps the class and the numbers; the rank that failed; the other windows ------
+"$oomscan" "$job" > "$t/q.out" 2> /dev/null
+grep -q "^  > .*DefaultCPUAllocator: can't allocate memory: you tried to allocate 268435456 bytes" "$t/q.out" && ok ||
+  bad "the quote lost the class and the size: $(grep '^  > ' "$t/q.out")"
+tr -s ' \n' '  ' < "$t/q.out" | grep -q "during the backward pass on local rank 1" && ok ||
+  bad "the single-node torchrun rank ([default1]:) is not named: $(sed -n '/^Root cause/,+1p' "$t/q.out")"
+tr -s ' \n' '  ' < "$t/q.out" > "$t/q.joined"
+grep -q "also error_file: [^ ]*attempt_0/1/error.json:1 also log: [^ ]*attempt_0/1/stderr.log:13" "$t/q.joined" &&
+  ok || bad "the other windows are not listed: $(sed -n '/^Root cause/,+8p' "$t/q.out")"
+
+# ---- item 7: --explain suggests the closest id; its list has titles on a terminal --------------------
+"$oomscan" --explain cuda_oom_log_probs > /dev/null 2> "$t/x.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "did you mean cuda_oom-log_probs?" "$t/x.err" && ok || bad "--explain near-miss: exit $rc, $(cat "$t/x.err")"
+"$oomscan" --explain list | grep -qx "cuda_oom-backward" && ok || bad "--explain list into a pipe is not ids alone"
+if command -v script > /dev/null; then
+  script -qec "'$oomscan' --explain list" /dev/null | tr -d '\r' | grep -q "^cuda_oom-backward  *GPU out of memory in the backward pass" &&
+    ok || bad "--explain list on a terminal lists no titles"
+fi
+
+# ---- item 13: filters people reach for: --roots, --class, --job ------------------------------------
+casc="$src/fixtures/golden/funasr-oom-cascade"
+"$oomscan" -f json --roots "$casc" | jqe '(.findings | length) == 1 and .findings[0].role == "root"' && ok ||
+  bad "--roots: $("$oomscan" -f json --roots "$casc" | jq -c '[.findings[] | .role]')"
+"$oomscan" -f ndjson --class nccl_timeout,segfault "$casc" > "$t/c.ndjson"
+jq -e -s 'length == 3 and all(.[]; .class == "nccl_timeout" or .class == "segfault")' "$t/c.ndjson" > /dev/null && ok ||
+  bad "--class: $(jq -c '.class' "$t/c.ndjson" | tr '\n' ' ')"
+"$oomscan" --class disk_full "$casc" > /dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || bad "--class with nothing of that class: exit $rc, want 0"
+"$oomscan" --class no_such "$casc" > /dev/null 2> "$t/cl.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no class 'no_such'" "$t/cl.err" && ok || bad "--class no_such: exit $rc, $(cat "$t/cl.err")"
+mkdir "$t/jobs"
+cp "$log" "$t/jobs/slurm-777.out"
+cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/jobs/slurm-888.out"
+"$oomscan" -f json --job 777 "$t/jobs" | jqe '(.findings | length) > 0 and all(.findings[]; .job == "777")' && ok ||
+  bad "--job 777: $("$oomscan" -f json --job 777 "$t/jobs" | jq -c '[.findings[] | .job]')"
+"$oomscan" -f json "$t/jobs" | jqe 'any(.findings[]; .job == "888")' && ok || bad "the two-job folder has no job 888"
+
+# ---- item 4: the values the finding carries fill the commands it is told to run -----------------------
+"$oomscan" -f json "$src/fixtures/realjobs/slurm_mem_limit" |
+  jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(. == "sacct -j 2 --format=JobID,State,MaxRSS,ReqMem")' &&
+  ok || bad "sacct -j <jobid> printed for a job whose id is known"
+"$oomscan" -f json "$src/fixtures/golden/xid79-fallen-off-bus.log" |
+  jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(test("reason=Xid_79$"))' && ok || bad "the Xid is not filled in"
+
+# ---- item 6 (in part): a step the diagnosis rules out is marked so in Markdown too -------------------
+"$oomscan" -f markdown "$log" > "$t/r.md"
+n_ruled=$("$oomscan" -f json "$log" | jq '[.findings[].remediation.steps[]? | select(.premise_refuted)] | length')
+[ "$n_ruled" -ge 1 ] && [ "$(grep -c '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (only 6.77 GiB' "$t/r.md")" -eq "$n_ruled" ] &&
+  ok || bad "Markdown shows a ruled-out step as a normal one ($n_ruled ruled out)"
+
+# --since / --until: log time of the first occurrence (the kernel's 2019-03-14T01:57:54 kill)
+kern="$src/fixtures/golden/kernel-oom-legacy-pair.log"
+"$oomscan" -f json --since 2019-03-14T00:00:00 --until "2019-03-14 02:00:00" "$kern" | jqe '(.findings | length) == 1' &&
+  ok || bad "--since/--until around the stamp leave the finding out"
+"$oomscan" -f json --since 2019-03-15T00:00:00 "$kern" | jqe '(.findings | length) == 0' && ok || bad "--since after the stamp keeps it"
+"$oomscan" --since yesterday "$kern" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--since yesterday: not a usage error"
+
+finish shell
