@@ -163,9 +163,12 @@ static cJSON *json_head(const result *r)
     for (size_t i = 0; i < r->scan.n_inputs; i++) {
         const input_record *in = &r->scan.inputs[i];
         cJSON *o = cJSON_CreateObject();
-        char name[4096];
-        snprintf(name, sizeof name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "");
-        cJSON_AddStringToObject(o, "path", name);
+        /* whole, however long (a path past PATH_MAX is read now): a fixed buffer cut it at 4095 bytes */
+        char *name = NULL;
+        if (asprintf(&name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "") < 0)
+            name = NULL;
+        cJSON_AddStringToObject(o, "path", name ? name : in->path);
+        free(name);
         cJSON_AddStringToObject(o, "status", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error");
         if (in->error)
             cJSON_AddStringToObject(o, "error", in->error);
