@@ -296,7 +296,7 @@ START_TEST(test_emit_memory_bar_and_sparkline)
     /* in the reports */
     oomscan_output out = {.format = OOMSCAN_FMT_TEXT};
     char *text = render_out(path, &out);
-    ck_assert_msg(strstr(text, "GPU at the failure: [\xe2\x96\x88") && strstr(text, "allocated by PyTorch 70.1 GiB"), "%s", text);
+    ck_assert_msg(strstr(text, "GPU at the failure:\n    [\xe2\x96\x88") && strstr(text, "allocated by PyTorch 70.1 GiB"), "%s", text);
     free(text);
     out.format = OOMSCAN_FMT_MARKDOWN;
     text = render_out(path, &out);
@@ -305,7 +305,7 @@ START_TEST(test_emit_memory_bar_and_sparkline)
     setenv("TERM", "dumb", 1);
     out.format = OOMSCAN_FMT_TEXT;
     text = render_out(path, &out);
-    ck_assert_msg(strstr(text, "GPU at the failure: [####") && !strstr(text, "\xe2\x96\x88"), "%s", text);
+    ck_assert_msg(strstr(text, "GPU at the failure:\n    [####") && !strstr(text, "\xe2\x96\x88"), "%s", text);
     free(text);
     /* a snapshot that cannot be the failure is shown as context, with why (fixtures/dumps/README.md) */
     snprintf(path, sizeof path, "%s/fixtures/dumps/memory_other_moment", OOMSCAN_SOURCE_DIR);

@@ -90,7 +90,9 @@ done
 # the text report fits 80 columns when not a terminal, COLUMNS when set; evidence is cut with an ellipsis
 # past the width only what cannot be broken and pasted: a setting or command line (seven-space indent),
 # a single word such as a path, or a quoted line finishing a number with its unit (up to 24 columns past)
-prose_past() { awk -v w="$1" 'length($0) > w && !/^       [^ ]/ && !/^ *[^ ]+$/ && !(/^ *> / && length($0) <= w + 24)' "$2"; }
+# (columns, not bytes: a bar's block characters are three bytes of UTF-8 and one column)
+prose_past() { LC_ALL=C sed 's/\xe2[\x80-\xbf][\x80-\xbf]/#/g' "$2" |
+  awk -v w="$1" 'length($0) > w && !/^       [^ ]/ && !/^ *[^ ]+$/ && !(/^ *> / && length($0) <= w + 24)'; }
 "$oomscan" -v "$sample" > "$t/out"
 [ -z "$(prose_past 80 "$t/out")" ] && ok || bad "not a terminal: prose lines past 80 columns: $(prose_past 80 "$t/out")"
 grep -q '^  > .*…$' "$t/out" && ok || bad "the evidence is not cut with an ellipsis"

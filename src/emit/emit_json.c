@@ -156,9 +156,12 @@ cJSON *emit_input_json(const input_record *in)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    char name[4096];
-    snprintf(name, sizeof name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "");
-    cJSON_AddStringToObject(o, "path", name);
+    /* whole, however long (a path past PATH_MAX is read now): a fixed buffer cut it at 4095 bytes */
+    char *name = NULL;
+    if (asprintf(&name, "%s%s%s", in->path, in->member ? ":" : "", in->member ? in->member : "") < 0)
+        name = NULL;
+    cJSON_AddStringToObject(o, "path", name ? name : in->path);
+    free(name);
     cJSON_AddStringToObject(o, "status", in->status == INPUT_OK ? "ok" : in->status == INPUT_PARTIAL ? "partial" : "error");
     if (in->error)
         cJSON_AddStringToObject(o, "error", in->error);

@@ -157,8 +157,10 @@ static void memory_pictures(out *o, const finding *f)
 {
     char pic[1024], words[512];
     int uni = membar_unicode();
-    if (membar_gpu(f->memory, uni, 40, pic, sizeof pic) && membar_gpu_words(f->memory, words, sizeof words))
-        w(o, "  GPU at the failure: %s\n    %s\n", pic, words);
+    /* the bar and the request beside it fit the width on a line of their own (at most 2 * cells + 19) */
+    unsigned cells = o->width > 99 ? 40 : o->width > 27 ? (o->width - 19) / 2 : 4;
+    if (membar_gpu(f->memory, uni, cells, pic, sizeof pic) && membar_gpu_words(f->memory, words, sizeof words))
+        w(o, "  GPU at the failure:\n    %s\n    %s\n", pic, words);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->memory, "trend");
     if (membar_spark(t, uni, pic, sizeof pic) && membar_trend_words(t, words, sizeof words))
         w(o, "  memory trend: %s %s\n", pic, E(o, words));

@@ -670,6 +670,58 @@ oomscan_status input_open_fd_after(int fd, const char *name, const void *head, s
     return open_fd(fd, name, head, n, lim, fn, ud, diag);
 }
 
+int input_open_long(const char *path, int flags)
+{
+    int fd = open(path, flags);
+    if (fd >= 0 || errno != ENAMETOOLONG)
+        return fd;
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    int dfd = open(p[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char *save = NULL, *comp = strtok_r(p, "/", &save);
+    while (dfd >= 0 && comp) {
+        char *next = strtok_r(NULL, "/", &save);
+        int nfd = next ? openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : openat(dfd, comp, flags);
+        int e = errno;
+        close(dfd);
+        errno = e;
+        dfd = nfd;
+        if (!next) {
+            free(p);
+            return nfd; /* the last component, opened with the caller's flags */
+        }
+        comp = next;
+    }
+    int e = errno;
+    if (dfd >= 0)
+        close(dfd); /* "/" or "." alone: not a long path */
+    free(p);
+    errno = e;
+    return -1;
+}
+
+int input_stat_long(const char *path, struct stat *sb, int nofollow)
+{
+    if ((nofollow ? lstat(path, sb) : stat(path, sb)) == 0)
+        return 0;
+    if (errno != ENAMETOOLONG)
+        return -1;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return -1;
+    char *dir = strndup(path, (size_t)(slash - path) + (slash == path));
+    int dfd = dir ? input_open_long(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(dir);
+    if (dfd < 0)
+        return -1;
+    int rc = fstatat(dfd, slash + 1, sb, nofollow ? AT_SYMLINK_NOFOLLOW : 0);
+    int e = errno;
+    close(dfd);
+    errno = e;
+    return rc;
+}
+
 oomscan_status input_open_path(const char *path, input_source_fn fn, void *ud, oomscan_diag *diag)
 {
     return input_open_limited(path, NULL, fn, ud, diag);
@@ -684,7 +736,7 @@ oomscan_status input_open_limited(const char *path, const input_limits *lim, inp
         return open_fd(STDIN_FILENO, "-", NULL, 0, lim, fn, ud, diag);
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = input_open_long(path, O_RDONLY | O_CLOEXEC);
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return diag_set(diag, OOMSCAN_ERR_IO, path, "cannot open: %s", strerror(errno));

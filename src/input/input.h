@@ -101,4 +101,14 @@ const char *input_sniff(const void *head, size_t n);
 /* The gzip implementation compiled in: "isa-l" or "zlib". */
 const char *input_gzip_backend(void);
 
+/* open(2) that also reaches a path longer than PATH_MAX (ENAMETOOLONG), one folder at a time with
+ * openat: a log under deep folders was skipped. `flags` as open's; the fd is the caller's. -1 with errno
+ * on failure. */
+int input_open_long(const char *path, int flags);
+
+/* stat(2), or lstat(2) when `nofollow`, of a path longer than PATH_MAX too (its folder opened with
+ * input_open_long, then fstatat). 0, or -1 with errno. */
+struct stat;
+int input_stat_long(const char *path, struct stat *sb, int nofollow);
+
 #endif

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <time.h>
 #include <stdio.h>
@@ -325,8 +326,9 @@ static int expand(oomscan_scan *s, strvec *out, const char *path, int depth)
     struct stat sb;
     if (strcmp(path, "-") == 0)
         return vec_push(out, path);
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
-        if (depth > 0 && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    /* the _long calls reach paths past PATH_MAX too (24 folders of 200 bytes): such a log was skipped */
+    if (input_stat_long(path, &sb, 0) != 0 || !S_ISDIR(sb.st_mode) || depth > 64) {
+        if (depth > 0 && input_stat_long(path, &sb, 0) == 0 && !S_ISREG(sb.st_mode))
             return 0;
         if (left_out(s, path, NULL))
             return 0;
@@ -335,7 +337,10 @@ static int expand(oomscan_scan *s, strvec *out, const char *path, int depth)
     if (depth > 0 && s->opt.n_exclude && left_out(s, path, &sb))
         return 0; /* a folder excluded by name: not walked */
     size_t before = out->n, left_before = s->excluded + s->too_large;
-    DIR *d = opendir(path);
+    int dfd = input_open_long(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d && dfd >= 0)
+        close(dfd);
     if (!d)
         return vec_push(out, path);
     /* each name is kept behind one byte: 'f' when readdir already says it is a regular file (no
@@ -372,14 +377,14 @@ static int expand(oomscan_scan *s, strvec *out, const char *path, int depth)
             continue;
         }
         struct stat lb;
-        int looked = lstat(child, &lb) == 0, lerr = looked ? 0 : errno;
-        if (looked && S_ISLNK(lb.st_mode) && stat(child, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        int looked = input_stat_long(child, &lb, 1) == 0, lerr = looked ? 0 : errno;
+        if (looked && S_ISLNK(lb.st_mode) && input_stat_long(child, &sb, 0) == 0 && S_ISDIR(sb.st_mode)) {
             free(child);
             continue;
         }
         if (looked && (S_ISREG(lb.st_mode) || S_ISDIR(lb.st_mode) || S_ISLNK(lb.st_mode)))
             rc = expand(s, out, child, depth + 1);
-        else if (!looked && lerr != ENOENT) /* past PATH_MAX, say: listed with its reason, not skipped in silence */
+        else if (!looked && lerr != ENOENT) /* listed with its reason, never skipped in silence */
             rc = vec_push(out, child);
         free(child);
     }
