@@ -495,9 +495,15 @@ static void run_unit(oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
     memcpy(u->votes, phase_framework_votes(ps), sizeof u->votes);
 }
 
+static void unit_not_read(const oomscan_scan *s, scan_unit *u, const char *why);
+
 static void merge_unit(oomscan_scan *s, size_t i)
 {
     scan_unit *u = &s->units[i];
+    /* an input its worker could not even list (out of memory while it tried): listed here, once its
+     * worker has let go of its scanner, so every input given is read or listed with its error */
+    if (u->n_recs == 0)
+        unit_not_read(s, u, "not read: out of memory while reading it");
     size_t dropped = s->st->dropped + u->st->dropped;
     /* a job's framework is read from that job's inputs only (story_job_votes) */
     if (story_note_votes(u->st, u->job_conflict ? "" : u->job_id, u->votes) != 0 || story_merge(s->st, u->st) != 0)
