@@ -36,7 +36,8 @@ static const char PH_PHASES[] =
     "\"fallback_frames\":[{\"path\":\"torch/distributed/distributed_c10d.py\",\"phase\":\"communication\"}],"
     "\"markers\":[]}";
 
-static pdb *phdb_new(void)
+/* The test database, with the lexicon document `lexicon` too when it is not NULL. */
+static pdb *phdb_with(const char *lexicon)
 {
     pdb *db = pdb_new();
     ck_assert_ptr_nonnull(db);
@@ -45,9 +46,13 @@ static pdb *phdb_new(void)
     ck_assert_int_eq(pdb_load_text(db, "prefixes.json", PH_PREFIXES, sizeof PH_PREFIXES - 1, &d), OOMSCAN_OK);
     ck_assert_msg(pdb_load_text(db, "phases.json", PH_PHASES, sizeof PH_PHASES - 1, &d) == OOMSCAN_OK, "%s: %s",
                   d.where, d.msg);
+    if (lexicon)
+        ck_assert_msg(pdb_load_text(db, "lexicon.json", lexicon, strlen(lexicon), &d) == OOMSCAN_OK, "%s", d.msg);
     ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
     return db;
 }
+
+static pdb *phdb_new(void) { return phdb_with(NULL); }
 
 
 static run_out run(const char *text) { return scan_text(phdb_new(), text, strlen(text), 0, 0); }
@@ -649,17 +654,7 @@ static const char PH_LEXICON[] =
     "{\"words\":\"dataset\",\"phase\":\"data_loading\",\"level\":\"weak\"},"
     "{\"words\":\"preprocess*\",\"phase\":\"data_loading\"}]}";
 
-static run_out run_lex(const char *text)
-{
-    pdb *db = pdb_new();
-    oomscan_diag d = {0};
-    ck_assert_int_eq(pdb_load_text(db, "test.json", PH_PATTERNS, sizeof PH_PATTERNS - 1, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_load_text(db, "prefixes.json", PH_PREFIXES, sizeof PH_PREFIXES - 1, &d), OOMSCAN_OK);
-    ck_assert_int_eq(pdb_load_text(db, "phases.json", PH_PHASES, sizeof PH_PHASES - 1, &d), OOMSCAN_OK);
-    ck_assert_msg(pdb_load_text(db, "lexicon.json", PH_LEXICON, sizeof PH_LEXICON - 1, &d) == OOMSCAN_OK, "%s", d.msg);
-    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
-    return scan_text(db, text, strlen(text), 0, 0);
-}
+static run_out run_lex(const char *text) { return scan_text(phdb_with(PH_LEXICON), text, strlen(text), 0, 0); }
 
 /* NVIDIA-NeMo/RL#1178's frames (no rule names get_logprobs), then the OOM line of verl-project/verl#2828 */
 static const char NEMO_1178[] =
