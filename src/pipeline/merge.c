@@ -56,8 +56,16 @@ static ssize_t read_record(FILE *f, char **buf, size_t *cap, size_t max)
     return (ssize_t)len;
 }
 
+/* A record kept until the input ends (the last per id wins): its text, not its tree. A parsed record
+ * costs ~100 bytes a value, five times its text: 20,000 records held as trees took 265 MB. */
 typedef struct {
-    cJSON **v;
+    char *text;
+    size_t len;
+    double input, offset; /* its birth, for cmp_birth */
+} kept_rec;
+
+typedef struct {
+    kept_rec *v;
     size_t n, cap;
 } recvec;
 
@@ -73,13 +81,26 @@ static double rec_num(const cJSON *o, const char *key)
  * story in that order keeps ties in root election exactly as the scan had them. */
 static int cmp_birth(const void *a, const void *b)
 {
-    const cJSON *x = *(cJSON *const *)a, *y = *(cJSON *const *)b;
-    double xi = rec_num(rec_merge(x), "input"), yi = rec_num(rec_merge(y), "input");
-    if (xi != yi)
-        return xi < yi ? -1 : 1;
-    const cJSON *xf = cJSON_GetObjectItemCaseSensitive(x, "first"), *yf = cJSON_GetObjectItemCaseSensitive(y, "first");
-    double xo = rec_num(xf, "offset"), yo = rec_num(yf, "offset");
-    return (xo > yo) - (xo < yo);
+    const kept_rec *x = a, *y = b;
+    if (x->input != y->input)
+        return x->input < y->input ? -1 : 1;
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Keep record r (parsed from text[0..len)) in slot *k of recs: its text and birth; r is not kept. */
+static int keep_rec(kept_rec *k, const cJSON *r, const char *text, size_t len)
+{
+    char *t = malloc(len + 1);
+    if (!t)
+        return -1;
+    memcpy(t, text, len);
+    t[len] = '\0';
+    free(k->text);
+    k->text = t;
+    k->len = len;
+    k->input = rec_num(rec_merge(r), "input");
+    k->offset = rec_num(cJSON_GetObjectItemCaseSensitive(r, "first"), "offset");
+    return 0;
 }
 
 static int add_input(struct oomscan_scan *s, const char *path, const char *error, uint64_t bytes, uint64_t lines,
@@ -159,13 +180,14 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
         }
         size_t k = (size_t)(uintptr_t)strmap_get(by_id, id);
         if (k > 0) {
-            cJSON_Delete(recs.v[k - 1]);
-            recs.v[k - 1] = r;
+            if (keep_rec(&recs.v[k - 1], r, line, (size_t)len) != 0)
+                st = OOMSCAN_ERR_NOMEM;
+            cJSON_Delete(r);
             continue;
         }
         if (recs.n == recs.cap) {
             size_t nc = recs.cap ? recs.cap * 2 : 64;
-            cJSON **g = realloc(recs.v, nc * sizeof *g);
+            kept_rec *g = realloc(recs.v, nc * sizeof *g);
             if (!g) {
                 cJSON_Delete(r);
                 st = OOMSCAN_ERR_NOMEM;
@@ -174,11 +196,17 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
             recs.v = g;
             recs.cap = nc;
         }
-        recs.v[recs.n++] = r;
-        if (strmap_put(by_id, id, (void *)(uintptr_t)recs.n) != 0) {
+        memset(&recs.v[recs.n], 0, sizeof recs.v[recs.n]);
+        int kept = keep_rec(&recs.v[recs.n], r, line, (size_t)len);
+        if (kept == 0)
+            recs.n++;
+        /* the map is searched with the tree's id: put it before the tree goes */
+        if (kept != 0 || strmap_put(by_id, id, (void *)(uintptr_t)recs.n) != 0) {
+            cJSON_Delete(r);
             st = OOMSCAN_ERR_NOMEM;
             break;
         }
+        cJSON_Delete(r);
     }
     strmap_free(by_id);
     int read_failed = ferror(f);
@@ -192,11 +220,15 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
         qsort(recs.v, recs.n, sizeof *recs.v, cmp_birth);
     for (size_t k = 0; !st && k < recs.n; k++) {
         char why[200];
-        int rc = record_to_finding(s->db->p, recs.v[k], *offset, fs, why, sizeof why);
+        cJSON *r = cJSON_ParseWithLength(recs.v[k].text, recs.v[k].len); /* parsed once already: whole */
+        int rc = r ? record_to_finding(s->db->p, r, *offset, fs, why, sizeof why) : -2;
         if (rc == -2)
             st = OOMSCAN_ERR_NOMEM;
         else if (rc && !err[0])
-            snprintf(err, sizeof err, "finding %s: %s", str_of(recs.v[k], "id"), why);
+            snprintf(err, sizeof err, "finding %s: %s", str_of(r, "id"), why);
+        cJSON_Delete(r);
+        free(recs.v[k].text); /* each as it is rebuilt: the story grows as the texts go */
+        recs.v[k].text = NULL;
     }
     if (!st) {
         *offset += record_scan_into(s, scan);
@@ -209,7 +241,7 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
         st = OOMSCAN_ERR_NOMEM;
     story_free(fs);
     for (size_t k = 0; k < recs.n; k++)
-        cJSON_Delete(recs.v[k]);
+        free(recs.v[k].text);
     free(recs.v);
     cJSON_Delete(scan);
     return st;
