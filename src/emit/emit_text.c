@@ -313,11 +313,10 @@ static size_t count_at(const finding **byloc, size_t n, const char *path, const 
 }
 
 /* natural order of inputs (rank5 before rank46), for the per-input lines */
-static const input_record *g_sort_inputs;
-
-static int input_natural_cmp(const void *a, const void *b)
+static int input_natural_cmp(const void *a, const void *b, void *ctx)
 {
-    const input_record *x = &g_sort_inputs[*(const size_t *)a], *y = &g_sort_inputs[*(const size_t *)b];
+    const input_record *in = ctx;
+    const input_record *x = &in[*(const size_t *)a], *y = &in[*(const size_t *)b];
     int c = strverscmp(x->path, y->path);
     if (!c)
         c = strverscmp(x->member ? x->member : "", y->member ? y->member : "");
@@ -342,8 +341,8 @@ static int input_lines(out *o, const result *r)
         qsort(byloc, r->n, sizeof *byloc, loc_name_cmp);
     for (size_t i = 0; i < r->scan.n_inputs; i++)
         order[i] = i;
-    g_sort_inputs = r->scan.inputs; /* writers run one at a time: the comparator's only context */
-    qsort(order, r->scan.n_inputs, sizeof *order, input_natural_cmp);
+    /* glibc's qsort_r: the inputs are the comparison's context, so writers may run at once */
+    qsort_r(order, r->scan.n_inputs, sizeof *order, input_natural_cmp, (void *)r->scan.inputs);
     for (size_t k = 0; k < r->scan.n_inputs; k++) {
         const input_record *in = &r->scan.inputs[order[k]];
         size_t nf = count_at(byloc, r->n, in->path, in->member);

@@ -1260,11 +1260,10 @@ static void elect_causes(story *s, long head)
     }
 }
 
-static const story *runs_ctx;
-
-static int run_cmp(const void *a, const void *b)
+static int run_cmp(const void *a, const void *b, void *ctx)
 {
-    return strcmp(runs_ctx->f[*(const size_t *)a].run, runs_ctx->f[*(const size_t *)b].run);
+    const story *s = ctx;
+    return strcmp(s->f[*(const size_t *)a].run, s->f[*(const size_t *)b].run);
 }
 
 /* The runs of the findings of no job (docs/taxonomy.md, "Runs"): each source's run folder
@@ -1289,10 +1288,8 @@ static int assign_runs(story *s)
         else
             f->run[0] = '\0';
     }
-    runs_ctx = s;
     if (m > 1)
-        qsort(idx, m, sizeof *idx, run_cmp);
-    runs_ctx = NULL;
+        qsort_r(idx, m, sizeof *idx, run_cmp, s); /* glibc's: the story is the context, no global */
     /* the distinct folders, sorted: each is taken up to the outermost of them that holds it */
     size_t *dist = malloc((m + 1) * sizeof *dist), nd = 0;
     char (*top)[sizeof s->f[0].run] = malloc((m + 1) * sizeof *top);
@@ -1516,11 +1513,10 @@ const uint32_t *story_job_votes(const story *s, const char *job)
     return i < 0 ? NULL : s->votes[i].votes;
 }
 
-static const story *order_ctx;
-
-static int order_cmp(const void *a, const void *b)
+static int order_cmp(const void *a, const void *b, void *ctx)
 {
-    const finding *x = &order_ctx->f[*(const size_t *)a], *y = &order_ctx->f[*(const size_t *)b];
+    const story *s = ctx;
+    const finding *x = &s->f[*(const size_t *)a], *y = &s->f[*(const size_t *)b];
     if ((x->joined_into >= 0) != (y->joined_into >= 0))
         return x->joined_into >= 0 ? 1 : -1;
     if (x->is_root != y->is_root)
@@ -1539,11 +1535,10 @@ size_t story_order(const story *s, size_t *order)
         order[i] = i;
         shown += s->f[i].joined_into < 0;
     }
-    /* qsort has no context argument in C11; ordering is done on one thread at the end. */
-    order_ctx = s;
+    /* glibc's qsort_r (the library is built with _GNU_SOURCE): the story is the comparison's context, so
+     * two scans in one process may order at once (a global context made them clash) */
     if (s->n > 1)
-        qsort(order, s->n, sizeof *order, order_cmp);
-    order_ctx = NULL;
+        qsort_r(order, s->n, sizeof *order, order_cmp, (void *)s);
     return shown;
 }
 
