@@ -9,12 +9,7 @@
 #include "advice/setting.h"
 #include "match/config.h"
 #include "match/version.h"
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+#include "base/jsonget.h"
 
 static const cJSON *settings_for(const cJSON *step, const char *fw)
 {
@@ -34,7 +29,7 @@ static int conclusion_on(const pdb *db, const cJSON *diag, const cJSON *p, const
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(diag, "conclusions"))
     {
         /* a conclusion worded by one of several rules (memory_trend) is read by its rule's premises */
-        const char *id = jstr(c, "rule") ? jstr(c, "rule") : jstr(c, "id");
+        const char *id = json_str(c, "rule") ? json_str(c, "rule") : json_str(c, "id");
         const cJSON *one;
         if (cJSON_IsString(p) && id && diagnosis_says(db, id, key, p->valuestring)) {
             *which = c;
@@ -105,10 +100,10 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
         cJSON_DeleteItemFromObjectCaseSensitive(set, "since");
         cJSON_DeleteItemFromObjectCaseSensitive(set, "before");
         cJSON_AddItemToArray(arr, set);
-        const config_entry *e = config_view_lookup(cfg, jstr(set, "key"), job);
+        const config_entry *e = config_view_lookup(cfg, json_str(set, "key"), job);
         if (e) {
             char proposed[128];
-            config_verdict v = config_propose(jstr(set, "change"), e->value, proposed, sizeof proposed);
+            config_verdict v = config_propose(json_str(set, "change"), e->value, proposed, sizeof proposed);
             cJSON_AddStringToObject(set, "current", e->value);
             if (v == CONFIG_PROPOSED)
                 cJSON_AddStringToObject(set, "proposed", proposed);
@@ -137,8 +132,8 @@ static cJSON *step_json(const pdb *db, const cJSON *step, const char *fw, const 
         return NULL;
     static const char *const keys[] = {"id", "do", "why", "tradeoff"};
     for (size_t i = 0; i < 4; i++)
-        if (jstr(step, keys[i]))
-            cJSON_AddStringToObject(o, keys[i], jstr(step, keys[i]));
+        if (json_str(step, keys[i]))
+            cJSON_AddStringToObject(o, keys[i], json_str(step, keys[i]));
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(step, "source");
     cJSON_AddItemToObject(o, "source", src ? cJSON_Duplicate(src, 1) : cJSON_CreateArray());
     /* the user's framework, else generic; never another framework's keys */
@@ -204,8 +199,8 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
     snprintf(doc, sizeof doc, "docs/remediation/%s.md", c->id);
     cJSON_AddStringToObject(o, "id", c->id);
     cJSON_AddStringToObject(o, "doc", doc);
-    if (jstr(c->json, "title"))
-        cJSON_AddStringToObject(o, "title", jstr(c->json, "title"));
+    if (json_str(c->json, "title"))
+        cJSON_AddStringToObject(o, "title", json_str(c->json, "title"));
     cJSON *steps = cJSON_AddArrayToObject(o, "steps");
     const char *fwname = tax_framework_name((tax_framework)fw);
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(c->json, "steps");
@@ -235,8 +230,8 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
         if (order[i].because) {
             cJSON *why = cJSON_AddObjectToObject(s, order[i].bucket == 3 ? "premise_refuted" : "first_because");
             if (why) {
-                cJSON_AddStringToObject(why, "conclusion", jstr(order[i].because, "id"));
-                cJSON_AddStringToObject(why, "what", jstr(order[i].because, "what"));
+                cJSON_AddStringToObject(why, "conclusion", json_str(order[i].because, "id"));
+                cJSON_AddStringToObject(why, "what", json_str(order[i].because, "what"));
             }
         }
         cJSON_AddItemToArray(steps, s);

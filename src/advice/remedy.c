@@ -10,12 +10,7 @@
 #include "advice/advice.h"
 #include "advice/setting.h"
 #include "base/sink.h"
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+#include "base/jsonget.h"
 
 cJSON *remedy_json(const pdb *db, const finding *f, int fw) { return remedy_json_config(db, f, fw, NULL, ""); }
 
@@ -41,23 +36,23 @@ int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
 {
     md m = {fn, ud, 0};
     const cJSON *j = c->json;
-    w(&m, "# %s\n\n", jstr(j, "title") ? jstr(j, "title") : c->id);
+    w(&m, "# %s\n\n", json_str(j, "title") ? json_str(j, "title") : c->id);
     w(&m, "Checklist `%s`. Applies to:", c->id);
     const cJSON *a;
     cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(j, "applies"))
-    w(&m, " `%s`/`%s`", jstr(a, "class") ? jstr(a, "class") : "?", jstr(a, "phase") ? jstr(a, "phase") : "?");
+    w(&m, " `%s`/`%s`", json_str(a, "class") ? json_str(a, "class") : "?", json_str(a, "phase") ? json_str(a, "phase") : "?");
     w(&m, ".\n\n");
-    if (jstr(j, "summary"))
-        w(&m, "%s\n\n", jstr(j, "summary"));
+    if (json_str(j, "summary"))
+        w(&m, "%s\n\n", json_str(j, "summary"));
     int n = 0;
     const cJSON *st;
     cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "steps"))
     {
-        w(&m, "## %d. %s\n\n", ++n, jstr(st, "do") ? jstr(st, "do") : "(step)");
-        if (jstr(st, "why"))
-            w(&m, "Why: %s\n\n", jstr(st, "why"));
-        if (jstr(st, "tradeoff"))
-            w(&m, "Trade-off: %s\n\n", jstr(st, "tradeoff"));
+        w(&m, "## %d. %s\n\n", ++n, json_str(st, "do") ? json_str(st, "do") : "(step)");
+        if (json_str(st, "why"))
+            w(&m, "Why: %s\n\n", json_str(st, "why"));
+        if (json_str(st, "tradeoff"))
+            w(&m, "Trade-off: %s\n\n", json_str(st, "tradeoff"));
         const cJSON *set = cJSON_GetObjectItemCaseSensitive(st, "settings");
         if (cJSON_GetArraySize(set) > 0) {
             w(&m, "| framework | what to write or do |\n| --- | --- |\n");
@@ -67,7 +62,7 @@ int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
                 const cJSON *s1;
                 cJSON_ArrayForEach(s1, fwk)
                 {
-                    const char *note = jstr(s1, "note");
+                    const char *note = json_str(s1, "note");
                     char text[1024];
                     setting_text(s1, text, sizeof text);
                     /* a table cell cannot hold a bare '|' (shell pipelines in commands) */

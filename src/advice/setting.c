@@ -1,15 +1,10 @@
 /* setting.c - a checklist setting in the user's own syntax. */
 #include "advice/setting.h"
+#include "base/jsonget.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 /* The word a rule becomes when no value can be written. */
 static const char *verb(const char *change)
@@ -99,11 +94,11 @@ static int typed(const char *form, const char *key, const char *v, int is_switch
 
 void setting_text(const cJSON *set, char *buf, size_t cap)
 {
-    const char *key = jstr(set, "key") ? jstr(set, "key") : "";
-    const char *form = jstr(set, "form") ? jstr(set, "form") : "words";
-    const char *change = jstr(set, "change") ? jstr(set, "change") : "";
-    const char *example = jstr(set, "example");
-    const char *cur = jstr(set, "current"), *pro = jstr(set, "proposed");
+    const char *key = json_str(set, "key") ? json_str(set, "key") : "";
+    const char *form = json_str(set, "form") ? json_str(set, "form") : "words";
+    const char *change = json_str(set, "change") ? json_str(set, "change") : "";
+    const char *example = json_str(set, "example");
+    const char *cur = json_str(set, "current"), *pro = json_str(set, "proposed");
     int is_switch = !strcmp(change, "enable") || !strcmp(change, "disable");
     int on = !strcmp(change, "enable");
     const char *v = pro;
@@ -150,7 +145,7 @@ int setting_publish(cJSON *set)
 {
     char text[1024];
     setting_text(set, text, sizeof text);
-    const char *change = jstr(set, "change");
+    const char *change = json_str(set, "change");
     char word[32] = "";
     char *value = NULL;
     if (change && !strncmp(change, "set:", 4)) {

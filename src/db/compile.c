@@ -153,7 +153,7 @@ static oomscan_status add_config_literals(pdb *db, oomscan_diag *diag)
                 const cJSON *set;
                 cJSON_ArrayForEach(set, fw)
                 {
-                    const char *key = pdb_jstr(set, "key"), *change = pdb_jstr(set, "change");
+                    const char *key = json_str(set, "key"), *change = json_str(set, "change");
                     char lit[128], alt[128];
                     /* a placeholder value ("set:<path>") has nothing to compare the job's value with */
                     if (!key || !change || strncmp(change, "set:<", 5) == 0 ||

@@ -214,7 +214,7 @@ static int applies_to(const pdb_checklist *c, tax_class cls, const char *phase)
     const cJSON *a;
     cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c->raw, "applies"))
     {
-        const char *ac = pdb_jstr(a, "class"), *ap = pdb_jstr(a, "phase");
+        const char *ac = json_str(a, "class"), *ap = json_str(a, "phase");
         if (ac && ap && strcmp(ac, tax_class_name(cls)) == 0 && strcmp(ap, phase) == 0)
             return 1;
     }

@@ -18,6 +18,7 @@
 #include "db/prefilter.h" /* the compiled database owns its literal prefilter */
 #include "base/status.h"
 #include "base/taxonomy.h"
+#include "base/jsonget.h"
 
 /* A compiled regex. pdb_compile() compiles it; JIT compiling waits for its first use (pdb_regex_code),
  * as most patterns never see a candidate line and JIT work was a third of start-up. */
@@ -237,13 +238,6 @@ typedef struct pdb {
 
 /* Most lines a pattern's "continuation" may look ahead (the scanner keeps this many in its buffer). */
 #define PDB_CONT_MAX 6
-
-/* A string member of a JSON object, or NULL (the data files' and checklists' reader). */
-static inline const char *pdb_jstr(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 /* Free what one pattern or prefix holds (not the struct itself): pdb_free's, and a loader's on error. */
 void pdb_free_pattern(pdb_pattern *p);

@@ -26,7 +26,7 @@
 static oomscan_status need_str(const cJSON *obj, const char *key, const char *file, const char *id,
                                char **out, oomscan_diag *diag)
 {
-    const char *s = pdb_jstr(obj, key);
+    const char *s = json_str(obj, key);
     if (!s || !*s)
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: missing or empty string \"%s\"", id, key);
     if (!(*out = strdup(s)))
@@ -46,7 +46,7 @@ static cJSON *take(const cJSON *parent, const cJSON *item)
 
 static int framework_of(const cJSON *obj, const char *key)
 {
-    const char *s = pdb_jstr(obj, key);
+    const char *s = json_str(obj, key);
     return s ? tax_framework_from_name(s) : -1;
 }
 
@@ -55,18 +55,18 @@ static int framework_of(const cJSON *obj, const char *key)
 static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *file, oomscan_diag *diag)
 {
     oomscan_status st;
-    const char *id = pdb_jstr(j, "id");
+    const char *id = json_str(j, "id");
     if (!id || !*id)
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "a pattern has no \"id\"");
     if ((st = need_str(j, "id", file, id, &p->id, diag)) || (st = need_str(j, "regex", file, id, &p->regex_src, diag)))
         return st;
-    const char *cls = pdb_jstr(j, "class");
+    const char *cls = json_str(j, "class");
     int c = tax_class_from_name(cls);
     if (c < 0)
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown class \"%s\" (see docs/taxonomy.md)", id,
                         cls ? cls : "(none)");
     p->cls = (tax_class)c;
-    p->title = dup_or_null(pdb_jstr(j, "title"));
+    p->title = dup_or_null(json_str(j, "title"));
     p->file = strdup(file);
     if (!p->file)
         return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
@@ -75,10 +75,10 @@ static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *
     p->severity = cJSON_IsNumber(sev) ? sev->valueint : 50;
     p->echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
     p->phase = -1;
-    const char *ph = pdb_jstr(j, "phase");
+    const char *ph = json_str(j, "phase");
     if (ph && (p->phase = tax_phase_from_name(ph)) < 0)
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown phase \"%s\"", id, ph);
-    const char *pc = pdb_jstr(j, "phase_confidence");
+    const char *pc = json_str(j, "phase_confidence");
     if (pc && (!ph || (strcmp(pc, "weak") != 0 && strcmp(pc, "strong") != 0)))
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
                         "%s: \"phase_confidence\" is \"strong\" or \"weak\", and goes with a \"phase\"", id);
@@ -242,7 +242,7 @@ static oomscan_status load_prefixes(pdb *db, const cJSON *doc, const char *file,
     cJSON_ArrayForEach(j, arr)
     {
         pdb_prefix p = {0};
-        const char *id = pdb_jstr(j, "id");
+        const char *id = json_str(j, "id");
         oomscan_status st;
         if (!id)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "a prefix has no \"id\"");
@@ -251,7 +251,7 @@ static oomscan_status load_prefixes(pdb *db, const cJSON *doc, const char *file,
             pdb_free_prefix(&p);
             return st;
         }
-        const char *at = pdb_jstr(j, "at");
+        const char *at = json_str(j, "at");
         p.at_end = at && strcmp(at, "end") == 0;
         p.file = strdup(file);
         const cJSON *samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
@@ -303,7 +303,7 @@ static void rule_name(char *out, size_t cap, const char *section, const char *ki
 /* The framework named by `key` of `obj`: 1 and *fw (-1 when absent), 0 when it names none we know. */
 static int known_framework(const cJSON *obj, const char *key, int *fw)
 {
-    const char *s = pdb_jstr(obj, key);
+    const char *s = json_str(obj, key);
     *fw = s ? tax_framework_from_name(s) : -1;
     return !s || *fw >= 0;
 }
@@ -351,9 +351,9 @@ static oomscan_status load_frames(pdb *db, const cJSON *doc, const char *file, i
         int ok, fw, kind = -1;
         const char *value = NULL;
         for (int k = 0; k < 3; k++)
-            if (pdb_jstr(j, kinds[k])) {
+            if (json_str(j, kinds[k])) {
                 kind = k;
-                value = pdb_jstr(j, kinds[k]);
+                value = json_str(j, kinds[k]);
             }
         char name[200];
         rule_name(name, sizeof name, section, kind >= 0 ? kinds[kind] : NULL, value);
@@ -362,9 +362,9 @@ static oomscan_status load_frames(pdb *db, const cJSON *doc, const char *file, i
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs one of func/code/path", name);
         if (!ok || ph < 0)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown or missing phase \"%s\" (see docs/taxonomy.md)",
-                            name, pdb_jstr(j, "phase") ? pdb_jstr(j, "phase") : "(none)");
+                            name, json_str(j, "phase") ? json_str(j, "phase") : "(none)");
         if (!known_framework(j, "framework", &fw))
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, pdb_jstr(j, "framework"));
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, json_str(j, "framework"));
         GROW(db->frames, db->n_frames, 0);
         pdb_frame_rule *r = &db->frames[db->n_frames++];
         r->kind = (pdb_frame_kind)kind;
@@ -390,7 +390,7 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
     cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "markers"))
     {
         int ok, fw;
-        const char *lit = pdb_jstr(j, "literal");
+        const char *lit = json_str(j, "literal");
         char name[200];
         rule_name(name, sizeof name, "markers", NULL, lit);
         int ph = phase_of(j, &ok);
@@ -398,14 +398,14 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
         if (!ok)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown phase \"%s\" (a known one, or null)", name,
-                            pdb_jstr(j, "phase") ? pdb_jstr(j, "phase") : "(not a string)");
+                            json_str(j, "phase") ? json_str(j, "phase") : "(not a string)");
         if (!known_framework(j, "framework", &fw))
-            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, pdb_jstr(j, "framework"));
+            return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, json_str(j, "framework"));
         GROW(db->markers, db->n_markers, 0);
         pdb_marker *m = &db->markers[db->n_markers++];
         m->phase = ph;
         m->framework = fw;
-        const char *conf = pdb_jstr(j, "confidence");
+        const char *conf = json_str(j, "confidence");
         m->weak = conf && strcmp(conf, "weak") == 0;
         const cJSON *reach = cJSON_GetObjectItemCaseSensitive(j, "reach");
         m->reach = cJSON_IsNumber(reach) && reach->valuedouble > 0 ? (long)reach->valuedouble : 0;
@@ -427,7 +427,7 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
     cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "class_phases"))
     {
         int ok, ph = phase_of(j, &ok);
-        const char *cn = pdb_jstr(j, "class");
+        const char *cn = json_str(j, "class");
         int c = cn ? tax_class_from_name(cn) : -1;
         if (c < 0 || c >= 32 || !ok || ph < 0)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "class_phases: needs a known class and phase");
@@ -476,7 +476,7 @@ static oomscan_status load_lexicon(pdb *db, const cJSON *doc, const char *file, 
     const cJSON *j;
     cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "stems"))
     {
-        const char *words = pdb_jstr(j, "words"), *level = pdb_jstr(j, "level"), *where = pdb_jstr(j, "where");
+        const char *words = json_str(j, "words"), *level = json_str(j, "level"), *where = json_str(j, "where");
         char name[200];
         rule_name(name, sizeof name, "stems", NULL, words);
         int ok, ph = phase_of(j, &ok);
@@ -520,7 +520,7 @@ static oomscan_status load_lexicon(pdb *db, const cJSON *doc, const char *file, 
     /* Task markers: a literal after which an identifier is read with the lexicon (Ray's "ray::"). */
     cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "task_markers"))
     {
-        const char *lit = pdb_jstr(j, "literal");
+        const char *lit = json_str(j, "literal");
         char name[200];
         rule_name(name, sizeof name, "task_markers", NULL, lit);
         if (!lit || strlen(lit) < 4)
@@ -547,16 +547,16 @@ static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *fil
     const cJSON *j;
     cJSON_ArrayForEach(j, rules)
     {
-        const char *lit = pdb_jstr(j, "literal");
+        const char *lit = json_str(j, "literal");
         int fw;
-        const char *where = pdb_jstr(j, "where");
+        const char *where = json_str(j, "where");
         char name[200];
         rule_name(name, sizeof name, "rules", NULL, lit);
         if (!lit || strlen(lit) < 4)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
         if (!known_framework(j, "framework", &fw) || fw < 0)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown or missing framework \"%s\"", name,
-                            pdb_jstr(j, "framework") ? pdb_jstr(j, "framework") : "(none)");
+                            json_str(j, "framework") ? json_str(j, "framework") : "(none)");
         if (where && strcmp(where, "path") != 0 && strcmp(where, "line") != 0)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"where\" is \"path\" or \"line\", not \"%s\"", name, where);
         GROW(db->fw_rules, db->n_fw_rules, 0);
@@ -581,7 +581,7 @@ static oomscan_status load_versions(pdb *db, const cJSON *doc, const char *file,
     const cJSON *j;
     cJSON_ArrayForEach(j, rules)
     {
-        const char *lit = pdb_jstr(j, "literal"), *comp = pdb_jstr(j, "component"), *re = pdb_jstr(j, "regex");
+        const char *lit = json_str(j, "literal"), *comp = json_str(j, "component"), *re = json_str(j, "regex");
         char name[200];
         rule_name(name, sizeof name, "rules", NULL, lit);
         if (!lit || strlen(lit) < 4 || !comp || !*comp || !re || !strstr(re, "(?<version>"))
@@ -611,7 +611,7 @@ static oomscan_status load_xids(pdb *db, const cJSON *doc, const char *file, oom
     cJSON_ArrayForEach(j, codes)
     {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "xid");
-        const char *meaning = pdb_jstr(j, "meaning"), *cause = pdb_jstr(j, "cause");
+        const char *meaning = json_str(j, "meaning"), *cause = json_str(j, "cause");
         int known = 0;
         for (size_t k = 0; cause && k < sizeof causes / sizeof *causes; k++)
             known |= strcmp(cause, causes[k]) == 0;
@@ -651,7 +651,7 @@ const pdb_xid *pdb_xid_lookup(const pdb *db, long code)
 
 static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, oomscan_diag *diag)
 {
-    const char *id = pdb_jstr(doc, "id");
+    const char *id = json_str(doc, "id");
     if (!id || !*id)
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "checklist has no \"id\"");
     const cJSON *applies = cJSON_GetObjectItemCaseSensitive(doc, "applies");
@@ -661,7 +661,7 @@ static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, ooms
     const cJSON *a;
     cJSON_ArrayForEach(a, applies)
     {
-        const char *c = pdb_jstr(a, "class"), *ph = pdb_jstr(a, "phase");
+        const char *c = json_str(a, "class"), *ph = json_str(a, "phase");
         if (tax_class_from_name(c) < 0 || !ph || (strcmp(ph, "*") != 0 && tax_phase_from_name(ph) < 0))
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"applies\" has an unknown class or phase", id);
     }
@@ -703,8 +703,8 @@ static oomscan_status load_keyed(cJSON **into, const cJSON *arr, const char *nee
     const cJSON *st, *next;
     for (st = arr->child; st; st = next) {
         next = st->next; /* st moves out of arr below */
-        const char *id = pdb_jstr(st, "id");
-        if (!id || !*id || !pdb_jstr(st, need))
+        const char *id = json_str(st, "id");
+        if (!id || !*id || !json_str(st, need))
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs \"id\" and \"%s\"", id ? id : "(no id)", need);
         cJSON *copy = take(arr, st);
         if (cJSON_GetObjectItemCaseSensitive(*into, id))
@@ -736,7 +736,7 @@ static oomscan_status load_conclusions(pdb *db, cJSON *doc, const char *file, oo
  * before it changes anything). Returns 0, 1 when out of memory, 2 with `*missing` set. */
 static int resolve_step(const pdb *db, cJSON *steps, const cJSON *entry, const char **missing)
 {
-    const char *use = cJSON_IsString(entry) ? entry->valuestring : pdb_jstr(entry, "use");
+    const char *use = cJSON_IsString(entry) ? entry->valuestring : json_str(entry, "use");
     if (!use)
         return !cJSON_AddItemReferenceToArray(steps, (cJSON *)entry);
     const cJSON *lib = cJSON_GetObjectItemCaseSensitive(db->steps, use);
@@ -817,7 +817,7 @@ oomscan_status db_parse_doc(pdb *db, const char *file, const char *text, size_t 
             line += text[i] == '\n';
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "not valid JSON (near line %d)", line);
     }
-    const char *format = pdb_jstr(doc, "format");
+    const char *format = json_str(doc, "format");
     oomscan_status st;
     if (!format)
         st = diag_set(diag, OOMSCAN_ERR_FORMAT, file, "no \"format\" key");

@@ -12,6 +12,7 @@
 #include "emit/adf.h"
 #include "emit/report.h"
 #include "emit/safe.h"
+#include "base/jsonget.h"
 
 /* Trackers cap titles (Jira: 255 characters); a cut title still starts with what failed. */
 #define TITLE_MAX 240
@@ -132,12 +133,6 @@ static void put_opt(sbuf *b, const markup *m, const char *pre, const char *s, co
 
 static void put_heading(sbuf *b, const markup *m, const char *title) { sb_printf(b, "\n%s%s\n\n", m->h3, title); }
 
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* docs/ticketing.md: "critical" for a GPU hardware fault (the node needs attention whatever the job
  * does next), "high" for any other failure that ended the job on its own, "medium" for a job ended by
  * its time limit or an echo-type failure standing as root (its cause may be in logs not given). */
@@ -224,8 +219,8 @@ static void put_diagnosis(sbuf *b, const markup *m, const result_finding *rf)
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d, "conclusions"))
     {
-        put_opt(b, m, m->item, jstr(c, "what") ? jstr(c, "what") : "", "");
-        put_opt(b, m, " (", jstr(c, "arithmetic"), ")");
+        put_opt(b, m, m->item, json_str(c, "what") ? json_str(c, "what") : "", "");
+        put_opt(b, m, " (", json_str(c, "arithmetic"), ")");
         sb_puts(b, "\n");
     }
 }
@@ -261,15 +256,15 @@ static void put_evidence(sbuf *b, const markup *m, const finding *f)
 static void put_checklist(sbuf *b, const markup *m, const result_finding *rf)
 {
     const cJSON *r = rf->remediation;
-    const char *id = jstr(r, "id");
+    const char *id = json_str(r, "id");
     if (!id)
         return;
     put_heading(b, m, "What to change");
     sb_puts(b, "Checklist ");
     put_code(b, m, id);
-    put_opt(b, m, " (", jstr(r, "title"), ")");
+    put_opt(b, m, " (", json_str(r, "title"), ")");
     sb_puts(b, "; the whole guide: ");
-    put_code(b, m, jstr(r, "doc") ? jstr(r, "doc") : "");
+    put_code(b, m, json_str(r, "doc") ? json_str(r, "doc") : "");
     sb_puts(b, " or ");
     char cmd[300];
     snprintf(cmd, sizeof cmd, "oomscan --explain %s", id);
@@ -283,19 +278,19 @@ static void put_checklist(sbuf *b, const markup *m, const result_finding *rf)
             sb_printf(b, "%d. ", ++n);
         else
             sb_puts(b, "# ");
-        put_text(b, m, jstr(st, "do") ? jstr(st, "do") : "(step)");
+        put_text(b, m, json_str(st, "do") ? json_str(st, "do") : "(step)");
         sb_puts(b, "\n");
         const cJSON *set;
         cJSON_ArrayForEach(set, cJSON_GetObjectItemCaseSensitive(st, "settings"))
         {
-            if (!jstr(set, "text"))
+            if (!json_str(set, "text"))
                 continue;
             sb_puts(b, m->subitem);
-            put_code(b, m, jstr(set, "text"));
+            put_code(b, m, json_str(set, "text"));
             sb_puts(b, "\n");
         }
         /* a step the diagnosis rules out (advice.h puts it last) says why */
-        const char *why = jstr(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "what");
+        const char *why = json_str(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "what");
         if (why) {
             sb_puts(b, m->subitem);
             put_text(b, m, "ruled out by the diagnosis: ");

@@ -14,12 +14,7 @@
 #include "base/strmap.h"
 #include "pipeline/record.h"
 #include "pipeline/session.h"
-
-static const char *str_of(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+#include "base/jsonget.h"
 
 /* ---- oomscan merge ----------------------------------------------------------------------- */
 
@@ -159,8 +154,8 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
         if (len == 0)
             continue;
         cJSON *r = cJSON_ParseWithLength(line, (size_t)len);
-        const char *id = r ? str_of(r, "id") : NULL;
-        const char *type = r ? str_of(r, "type") : NULL;
+        const char *id = r ? json_str(r, "id") : NULL;
+        const char *type = r ? json_str(r, "type") : NULL;
         if (!r || !cJSON_IsObject(r) || (!id && !type)) {
             if (!err[0])
                 snprintf(err, sizeof err, "line %llu: not an oomscan NDJSON record", (unsigned long long)lineno);
@@ -225,7 +220,7 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
         if (rc == -2)
             st = OOMSCAN_ERR_NOMEM;
         else if (rc && !err[0])
-            snprintf(err, sizeof err, "finding %s: %s", str_of(r, "id"), why);
+            snprintf(err, sizeof err, "finding %s: %s", json_str(r, "id"), why);
         cJSON_Delete(r);
         free(recs.v[k].text); /* each as it is rebuilt: the story grows as the texts go */
         recs.v[k].text = NULL;

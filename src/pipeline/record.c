@@ -15,6 +15,7 @@
 #include "base/jsonnum.h"
 #include "match/config.h"
 #include "result/result.h"
+#include "base/jsonget.h"
 
 /* Inputs one merged record may claim: far beyond any run, small enough that offsets cannot wrap. */
 #define MERGE_INPUTS_MAX (1ull << 40)
@@ -192,12 +193,6 @@ cJSON *record_merge_json(const struct oomscan_scan *s, const finding *f)
 
 /* ---- record -> finding ------------------------------------------------------------------- */
 
-static const char *str_of(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static int num_of(const cJSON *o, const char *key, double *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -238,7 +233,7 @@ static int time_from(const cJSON *a, story_loc *l)
 static int loc_from(const cJSON *o, const cJSON *input, const cJSON *time, size_t off, story_loc *l)
 {
     double line, offset;
-    const char *path = str_of(o, "path"), *member = str_of(o, "member");
+    const char *path = json_str(o, "path"), *member = json_str(o, "member");
     if (!cJSON_IsObject(o) || !path || num_of(o, "line", &line) || num_of(o, "offset", &offset) ||
         !cJSON_IsNumber(input) || input->valuedouble < 0)
         return -1;
@@ -305,7 +300,7 @@ static int windows_from(const cJSON *sources, finding *f)
     cJSON_ArrayForEach(w, sources)
     {
         double line;
-        const char *path = str_of(w, "path"), *member = str_of(w, "member"), *kind = story_kind(str_of(w, "kind"));
+        const char *path = json_str(w, "path"), *member = json_str(w, "member"), *kind = story_kind(json_str(w, "kind"));
         if (!path || !kind || num_of(w, "line", &line))
             return -1;
         if (story_add_window(f, kind, path, member, jsonnum_u64(line, UINT64_MAX)) != 0)
@@ -326,7 +321,7 @@ static int settings_from(const cJSON *a, story *st)
     cJSON_ArrayForEach(o, a)
     {
         double line;
-        if (!str_of(o, "path") || !str_of(o, "value") || !str_of(o, "job") || !str_of(o, "file") ||
+        if (!json_str(o, "path") || !json_str(o, "value") || !json_str(o, "job") || !json_str(o, "file") ||
             num_of(o, "line", &line))
             return -1;
     }
@@ -335,9 +330,9 @@ static int settings_from(const cJSON *a, story *st)
     {
         double line = 0;
         num_of(o, "line", &line);
-        const char *job = str_of(o, "job");
+        const char *job = json_str(o, "job");
         config_store **to = story_job_settings(st, job);
-        if (!to || config_put(to, str_of(o, "path"), str_of(o, "value"), job, str_of(o, "file"),
+        if (!to || config_put(to, json_str(o, "path"), json_str(o, "value"), job, json_str(o, "file"),
                               jsonnum_u64(line, UINT64_MAX)) != 0)
             return -2;
     }
@@ -355,8 +350,8 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "merge");
     if (!cJSON_IsObject(m))
         return fail(err, cap, -1, "record without \"merge\" data (not an oomscan NDJSON finding record)", NULL);
-    const char *pid = str_of(rec, "pattern"), *group = str_of(m, "group"), *job = str_of(m, "job");
-    const char *phase = str_of(rec, "phase");
+    const char *pid = json_str(rec, "pattern"), *group = json_str(m, "group"), *job = json_str(m, "job");
+    const char *phase = json_str(rec, "phase");
     if (!pid || !group || !job || !phase)
         return fail(err, cap, -1, "record lacks pattern, phase, merge.group or merge.job", NULL);
     const pdb_pattern *p = NULL;
@@ -373,24 +368,24 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
     f.pattern = p;
     f.cls = p->cls;
     f.phase = (tax_phase)ph;
-    const char *conf = str_of(rec, "phase_confidence");
+    const char *conf = json_str(rec, "phase_confidence");
     f.phase_weak = f.phase != PH_UNKNOWN && conf && strcmp(conf, "weak") == 0;
     f.framework = -1;
     f.caused_by = -1;
     f.echo = p->echo || tax_class_is_echo(p->cls);
-    const char *fw = str_of(m, "framework");
+    const char *fw = json_str(m, "framework");
     if (fw)
         f.framework = tax_framework_from_name(fw);
     snprintf(f.job_id, sizeof f.job_id, "%s", job);
-    snprintf(f.rank, sizeof f.rank, "%s", str_of(m, "rank") ? str_of(m, "rank") : "");
-    snprintf(f.local_rank, sizeof f.local_rank, "%s", str_of(m, "local_rank") ? str_of(m, "local_rank") : "");
-    snprintf(f.pid, sizeof f.pid, "%s", str_of(m, "pid") ? str_of(m, "pid") : "");
-    snprintf(f.host, sizeof f.host, "%s", str_of(m, "host") ? str_of(m, "host") : "");
-    snprintf(f.container, sizeof f.container, "%s", str_of(m, "container") ? str_of(m, "container") : "");
-    snprintf(f.ray_job, sizeof f.ray_job, "%s", str_of(m, "ray_job") ? str_of(m, "ray_job") : "");
+    snprintf(f.rank, sizeof f.rank, "%s", json_str(m, "rank") ? json_str(m, "rank") : "");
+    snprintf(f.local_rank, sizeof f.local_rank, "%s", json_str(m, "local_rank") ? json_str(m, "local_rank") : "");
+    snprintf(f.pid, sizeof f.pid, "%s", json_str(m, "pid") ? json_str(m, "pid") : "");
+    snprintf(f.host, sizeof f.host, "%s", json_str(m, "host") ? json_str(m, "host") : "");
+    snprintf(f.container, sizeof f.container, "%s", json_str(m, "container") ? json_str(m, "container") : "");
+    snprintf(f.ray_job, sizeof f.ray_job, "%s", json_str(m, "ray_job") ? json_str(m, "ray_job") : "");
     double occ = 0;
     int rc = 0;
-    const char *pe = str_of(rec, "phase_evidence");
+    const char *pe = json_str(rec, "phase_evidence");
     const cJSON *mem = cJSON_GetObjectItemCaseSensitive(rec, "memory");
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(rec, "evidence");
     if (!(f.group = strdup(group)) || (pe && !(f.phase_evidence = strdup(pe))))
@@ -418,7 +413,7 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
             fail(err, cap, -1, "record has malformed merge.ranks or merge.hosts", NULL);
     }
     if (!rc) {
-        const char *kind = str_of(m, "kind"), *last = str_of(m, "last_kind");
+        const char *kind = json_str(m, "kind"), *last = json_str(m, "last_kind");
         f.first.kind = story_kind(kind);
         f.last.kind = story_kind(last);
         if ((kind && !f.first.kind) || (last && !f.last.kind))
@@ -478,7 +473,7 @@ size_t record_scan_into(struct oomscan_scan *s, const cJSON *scan)
         }
     }
     /* the same rule as merging inputs of one scan: the first job named, a conflict if another differs */
-    const char *job = str_of(scan, "job_id"), *given = str_of(scan, "job_given");
+    const char *job = json_str(scan, "job_id"), *given = json_str(scan, "job_given");
     session_note_job(s->job_id, &s->job_conflict, job);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(scan, "job_conflict")))
         s->job_conflict = 1;

@@ -30,6 +30,7 @@
 #include "pipeline/ndjson.h"
 #include "pipeline/record.h"
 #include "pipeline/session.h"
+#include "base/jsonget.h"
 
 #define STATE_SCHEMA "oomscan-state/1"
 #define STATE_MAX_BYTES_DEFAULT (256ull << 20) /* a state holds one record per input and finding */
@@ -58,12 +59,6 @@ struct oomscan_state {
     size_t n_in;
 };
 
-static const char *str_of(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static uint64_t u64_of(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -72,7 +67,7 @@ static uint64_t u64_of(const cJSON *o, const char *key)
 
 static uint64_t hex_of(const cJSON *o, const char *key)
 {
-    const char *s = str_of(o, key);
+    const char *s = json_str(o, key);
     return s ? strtoull(s, NULL, 16) : 0;
 }
 
@@ -118,7 +113,7 @@ static void load_reported(oomscan_state *st, const cJSON *arr)
     const cJSON *it;
     cJSON_ArrayForEach(it, arr)
     {
-        const char *id = str_of(it, "id"), *role = str_of(it, "role"), *cb = str_of(it, "caused_by");
+        const char *id = json_str(it, "id"), *role = json_str(it, "role"), *cb = json_str(it, "caused_by");
         rep_entry *e = id ? rep_put(st->rep, id) : NULL;
         if (!e)
             continue;
@@ -220,7 +215,7 @@ oomscan_status oomscan_state_open_limited(oomscan_state **out, const char *path,
     close(fd);
     cJSON *doc = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);
-    const char *schema = doc ? str_of(doc, "schema") : NULL;
+    const char *schema = doc ? json_str(doc, "schema") : NULL;
     if (!doc || !schema || strcmp(schema, STATE_SCHEMA) != 0) {
         snprintf(st->warning, sizeof st->warning, "%s: not an %s state file: starting afresh", path, STATE_SCHEMA);
         cJSON_Delete(doc);
@@ -320,7 +315,7 @@ static int is_plain(int fd, uint64_t size)
 
 static int input_continues(const cJSON *rec, const char *path, state_input *in)
 {
-    const char *p = str_of(rec, "path");
+    const char *p = json_str(rec, "path");
     if (!p || strcmp(p, path) != 0 || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "plain")))
         return 0;
     in->dev = u64_of(rec, "dev");
@@ -358,7 +353,7 @@ oomscan_status state_plan(struct oomscan_scan *s)
     db_ident(s, ident, sizeof ident);
     const cJSON *doc = st->doc;
     const cJSON *inputs = doc ? cJSON_GetObjectItemCaseSensitive(doc, "inputs") : NULL;
-    const char *dbid = doc ? str_of(doc, "db") : NULL;
+    const char *dbid = doc ? json_str(doc, "db") : NULL;
     int resume = doc && dbid && strcmp(dbid, ident) == 0 && cJSON_GetArraySize(inputs) == (int)s->n_units &&
                  s->n_units > 0;
     for (size_t i = 0; resume && i < s->n_units; i++)
