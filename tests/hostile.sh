@@ -1,10 +1,10 @@
 #!/bin/sh
-# hostile.sh OOMSCAN SOURCE_DIR - hostile inputs (docs/reliability.md): every one ends in bounded time
+# hostile.sh OOMSCAN SOURCE_DIR [sanitized] - hostile inputs (docs/reliability.md): every one ends in bounded time
 # with a message naming the input and the limit, the input marked partial, and nothing found elsewhere
 # lost; damaged compressed logs keep what they held; a directory scan reads only regular files; the
 # report file is replaced only by a complete one.
 set -u
-oomscan=$1 src=$2
+oomscan=$1 src=$2 sanitized=${3:-}
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan") src=$(abspath "$src")
 cd "$t" || exit 2
@@ -13,6 +13,9 @@ cp "$oom" oom.log
 # status and error of input $2 in JSON report $1, and the number of findings
 st() { jq -r --arg p "$2" '.inputs[] | select(.path == $p) | .status' "$1"; }
 nfind() { jq '.findings | length' "$1"; }
+# The CPU and memory bounds hold for the ordinary build; under a sanitizer (shadow memory, quarantine,
+# instrumented code) they are not what is measured, and `cap` lifts them: every other check stays.
+cap() { [ "$sanitized" = sanitized ] && echo 1000000000 || echo "$1"; }
 
 # 1. A truncated xz / zstd / bzip2 log keeps every byte decoded before the cut, so the OOM at its end is
 #    still found and the input is partial (gzip did this already). zstd decodes whole blocks: the log is
@@ -212,7 +215,7 @@ for c in "pgs_0.json pgs_1.json" sites.pickle frames.pickle; do
   /usr/bin/time -f "%e %U %S %M" -o q.time timeout 60 "$oomscan" -f json $c > q.out 2> q.err; rc=$?
   # CPU seconds and peak RSS: the machine is shared, wall time says little
   set -- $(tail -1 q.time)
-  [ $rc -le 2 ] && awk "BEGIN { exit !($2 + $3 < 5 && $4 < 262144) }" && ok ||
+  [ $rc -le 2 ] && awk "BEGIN { exit !($2 + $3 < $(cap 5) && $4 < $(cap 262144)) }" && ok ||
     bad "$c: exit $rc, $(tail -1 q.time) (s, user, sys, KB), $(head -c 200 q.err)"
 done
 #     merge: 20,000 records of distinct jobs cost about four times 5,000 (each id was compared with every
@@ -235,7 +238,7 @@ for c in few many; do
 done
 cpu() { tail -1 "$1" | awk '{ print $1 + $2 }'; }
 # the records kept are held as text, not as parsed trees (265 MB for these 20,000 as trees)
-[ "$(tail -1 many.time | awk '{ print $3 }')" -lt 153600 ] && ok || bad "merge of 20,000 records: peak RSS $(tail -1 many.time | awk '{ print $3 }') KiB"
+[ "$(tail -1 many.time | awk '{ print $3 }')" -lt "$(cap 153600)" ] && ok || bad "merge of 20,000 records: peak RSS $(tail -1 many.time | awk '{ print $3 }') KiB"
 [ "$(wc -l < many.out)" -eq 20000 ] && awk "BEGIN { exit !($(cpu many.time) < 6.5 * ($(cpu few.time) + 0.05)) }" &&
   ok || bad "merge of 20,000 records: $(wc -l < many.out) out, CPU $(cpu many.time) s against $(cpu few.time) s for 5,000"
 
@@ -363,7 +366,7 @@ sys.stdout.write("{\"version\": \"2.5\", \"pg_config\": {}, \"entries\": [{\"col
 ' | gzip -9 > frb1.json.gz && cp frb1.json.gz frb2.json.gz
 /usr/bin/time -f "%U %S %M" -o frb.time "$oomscan" -f json -j 2 frb1.json.gz frb2.json.gz oom.log > frb.json 2> frb.err; rc=$?
 set -- $(tail -1 frb.time)
-[ $rc -eq 2 ] && [ "$(nfind frb.json)" -ge 1 ] && [ $3 -lt 262144 ] &&
+[ $rc -eq 2 ] && [ "$(nfind frb.json)" -ge 1 ] && [ $3 -lt "$(cap 262144)" ] &&
   [ "$(grep -c "flight recorder JSON of 33000009 values: more than the 1000000 this reader builds" frb.err)" -eq 2 ] && ok ||
   bad "gzip'd flight recorder of 33 M values: exit $rc, $(tail -1 frb.time) (user, sys, KB), $(head -c 300 frb.err)"
 
