@@ -58,12 +58,17 @@ static void add_str_or_num(cJSON *o, const char *key, const char *v)
         cJSON_AddStringToObject(o, key, v);
 }
 
-cJSON *emit_finding_json(const result_finding *rf)
+/* The object of emit_finding_json, its remediation and diagnosis given (and consumed) by the caller:
+ * copies for a result that stays, the trees themselves for one about to be cleared. */
+static cJSON *finding_json(const result_finding *rf, cJSON *remediation, cJSON *diagnosis)
 {
     const finding *f = rf->f;
     cJSON *o = cJSON_CreateObject();
-    if (!o)
+    if (!o) {
+        cJSON_Delete(remediation);
+        cJSON_Delete(diagnosis);
         return NULL;
+    }
     char title[320];
     report_title(f, title, sizeof title);
     cJSON_AddStringToObject(o, "id", f->id);
@@ -105,9 +110,9 @@ cJSON *emit_finding_json(const result_finding *rf)
     for (size_t k = 0; ev && k < f->n_evidence; k++)
         cJSON_AddItemToArray(ev, cJSON_CreateString(f->evidence[k]));
     cJSON_AddItemToObject(o, "memory", cJSON_Duplicate(f->memory, 1));
-    cJSON_AddItemToObject(o, "remediation", cJSON_Duplicate(rf->remediation, 1));
-    if (rf->diagnosis)
-        cJSON_AddItemToObject(o, "diagnosis", cJSON_Duplicate(rf->diagnosis, 1));
+    cJSON_AddItemToObject(o, "remediation", remediation);
+    if (diagnosis)
+        cJSON_AddItemToObject(o, "diagnosis", diagnosis);
     /* additions beyond the stable core (docs/output.md) */
     if (f->phase_evidence)
         cJSON_AddStringToObject(o, "phase_evidence", f->phase_evidence);
@@ -149,6 +154,18 @@ cJSON *emit_finding_json(const result_finding *rf)
         cJSON_AddStringToObject(o, "note", f->note);
     (void)safe_json(o); /* names and log text may hold any bytes; out of memory leaves them blanked */
     return o;
+}
+
+cJSON *emit_finding_json(const result_finding *rf)
+{
+    return finding_json(rf, cJSON_Duplicate(rf->remediation, 1), rf->diagnosis ? cJSON_Duplicate(rf->diagnosis, 1) : NULL);
+}
+
+cJSON *emit_finding_json_take(result_finding *rf)
+{
+    cJSON *rem = rf->remediation, *diag = rf->diagnosis;
+    rf->remediation = rf->diagnosis = NULL;
+    return finding_json(rf, rem, diag);
 }
 
 cJSON *emit_input_json(const input_record *in)
@@ -209,7 +226,7 @@ cJSON *emit_json(const result *r)
     for (size_t k = 0; arr && k < r->n; k++) {
         result_finding tmp;
         const result_finding *rf = result_advised(r, k, &tmp);
-        cJSON_AddItemToArray(arr, rf ? emit_finding_json(rf) : NULL);
+        cJSON_AddItemToArray(arr, rf == &tmp ? emit_finding_json_take(&tmp) : rf ? emit_finding_json(rf) : NULL);
         if (rf == &tmp)
             result_finding_clear(&tmp);
     }
@@ -252,7 +269,7 @@ oomscan_status emit_json_write(const result *r, oomscan_write_fn fn, void *ud)
     for (size_t k = 0; !bad && k < r->n; k++) {
         result_finding tmp;
         const result_finding *rf = result_advised(r, k, &tmp);
-        cJSON *o = rf ? emit_finding_json(rf) : NULL;
+        cJSON *o = rf == &tmp ? emit_finding_json_take(&tmp) : rf ? emit_finding_json(rf) : NULL;
         if (rf == &tmp)
             result_finding_clear(&tmp);
         char *txt = o ? cJSON_Print(o) : NULL;

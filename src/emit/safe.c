@@ -41,7 +41,11 @@ size_t safe_utf8_len(const unsigned char *s, size_t n)
 static int valid(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s);
+    while (*p && *p < 0x80) /* nearly every string is ASCII: one pass, no length asked */
+        p++;
+    if (!*p)
+        return 1;
+    size_t n = strlen((const char *)p);
     for (size_t i = 0, k; i < n; i += k)
         if (!(k = safe_utf8_len(p + i, n - i)))
             return 0;

@@ -113,6 +113,27 @@ static uint64_t fnv(const char *p, uint64_t h)
     return h;
 }
 
+/* The hash of what a record says, taken over its tree rather than its printed text: printing every
+ * record twice (once to hash, once to write) was a third of a merge's time. Keys, strings and number
+ * bits are hashed in order, with each item's type and a separator, so {"a":"bc"} and {"ab":"c"} differ. */
+static uint64_t tree_hash(const cJSON *j, uint64_t h)
+{
+    for (; j; j = j->next) {
+        h = (h ^ (uint64_t)(j->type & 0xff)) * 0x100000001b3ULL;
+        if (j->string)
+            h = (fnv(j->string, h) ^ 1u) * 0x100000001b3ULL;
+        if (cJSON_IsString(j) && j->valuestring)
+            h = (fnv(j->valuestring, h) ^ 2u) * 0x100000001b3ULL;
+        else if (cJSON_IsNumber(j)) {
+            uint64_t bits;
+            memcpy(&bits, &j->valuedouble, sizeof bits);
+            h = (h ^ bits) * 0x100000001b3ULL;
+        } else if (j->child)
+            h = (tree_hash(j->child, h) ^ 3u) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
 /* Everything that can change a finding's record without story_add noticing: its role, its cause, the
  * scan-wide framework, the windows joined into it (its sources, its numbers). Cheap, so that only
  * findings that may have changed are printed and hashed. */
@@ -200,14 +221,11 @@ oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *
         if (!e && ready && !ready(ready_ud, i))
             continue;
         cJSON *j = record_visible_json(s, i, 1);
-        char *txt = j ? cJSON_PrintUnformatted(j) : NULL;
-        if (!txt) {
-            cJSON_Delete(j);
+        if (!j) {
             st = OOMSCAN_ERR_NOMEM;
             break;
         }
-        uint64_t hash = fnv(txt, 0xcbf29ce484222325ULL);
-        free(txt);
+        uint64_t hash = tree_hash(j->child, 0xcbf29ce484222325ULL);
         const char *cb = f->caused_by >= 0 ? s->st->f[f->caused_by].id : "";
         int role_changed = e && (e->is_root != f->is_root || strcmp(e->caused_by, cb) != 0);
         if (e && e->hash == hash) {

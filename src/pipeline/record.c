@@ -28,7 +28,7 @@ cJSON *record_visible_json(const struct oomscan_scan *s, size_t i, int with_advi
     session_result_scan(s, &view);
     if (result_finding_init(&rf, &view, i, with_advice) != 0)
         return NULL;
-    cJSON *j = emit_finding_json(&rf);
+    cJSON *j = emit_finding_json_take(&rf);
     result_finding_clear(&rf);
     if (!j)
         return NULL;
