@@ -8,39 +8,15 @@
  * dumps' keys; fuzz/seeds.sh makes seeds shaped like real dumps and like their wrong-typed variants.
  * Any input must end without a crash, a leak, undefined behaviour or unbounded work. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dumps/dumps.h"
+#include "fuzz_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct {
-    const uint8_t *p;
-    size_t n, pos;
-} mem;
-
-static ssize_t mem_read(void *ud, void *buf, size_t cap)
-{
-    mem *m = ud;
-    size_t k = m->n - m->pos < cap ? m->n - m->pos : cap;
-    memcpy(buf, m->p + m->pos, k);
-    m->pos += k;
-    return (ssize_t)k;
-}
-
-static pdb *db_once(void)
-{
-    static pdb *db;
-    if (!db) {
-        oomscan_diag d;
-        db = pdb_new();
-        if (!db || pdb_load_embedded(db, &d) || pdb_compile(db, &d))
-            abort();
-    }
-    return db;
-}
 
 static void read_source(const uint8_t *p, size_t n, size_t i, scanner *sc, phase_state *ps, story *st, dumps_acc *acc)
 {
@@ -52,20 +28,20 @@ static void read_source(const uint8_t *p, size_t n, size_t i, scanner *sc, phase
     scan_result res;
     phase_reset_source(ps);
     if (k == DUMP_NONE || k == DUMP_OOMSCAN) {
-        mem m = {p, n, 0};
-        (void)scanner_run(sc, mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL);
+        fuzz_mem m = {p, n, 0, 0};
+        (void)scanner_run(sc, fuzz_mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL);
         return;
     }
-    mem m = {p + nh, n - nh, 0};
+    fuzz_mem m = {p + nh, n - nh, 0, 0};
     char *why = NULL;
-    (void)dumps_read(k, p, nh, mem_read, &m, sc, ps, &src, st, acc, &res, &why);
+    (void)dumps_read(k, p, nh, fuzz_mem_read, &m, sc, ps, &src, st, acc, &res, &why);
     free(why);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char sep[] = "\n--dump--\n";
-    pdb *db = db_once();
+    pdb *db = fuzz_pdb();
     scanner *sc = scanner_new(db);
     phase_state *ps = phase_new(db);
     story *st = story_new();

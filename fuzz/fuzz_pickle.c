@@ -11,36 +11,9 @@
 
 #include "dumps/common.h"
 #include "dumps/pickle.h"
+#include "fuzz_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct {
-    const uint8_t *p;
-    size_t n, pos;
-} mem_in;
-
-/* reads of at most 7 bytes, so that the reader's window refills inside every opcode */
-static ssize_t small_reads(void *ud, void *buf, size_t cap)
-{
-    mem_in *m = ud;
-    size_t k = m->n - m->pos;
-    if (k > cap)
-        k = cap;
-    if (k > 7)
-        k = 7;
-    memcpy(buf, m->p + m->pos, k);
-    m->pos += k;
-    return (ssize_t)k;
-}
-
-static ssize_t reread(void *ud, void *buf, size_t n, uint64_t off)
-{
-    const mem_in *m = ud;
-    if (off > m->n || n > m->n - off)
-        return -1;
-    memcpy(buf, m->p + off, n);
-    return (ssize_t)n;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -55,9 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     cJSON_Delete(v);
 
-    mem_in a = {data, size, 0}, b = {data, size, 0};
+    fuzz_mem a = {data, size, 0, 7}, b = {data, size, 0, 0}; /* reads of at most 7 bytes: the window refills inside every opcode */
     memsnap_trace *tr = memsnap_trace_new();
-    pickle_input in = {.read = small_reads, .read_ud = &a, .reread = reread, .reread_ud = &b,
+    pickle_input in = {.read = fuzz_mem_read, .read_ud = &a, .reread = fuzz_mem_reread, .reread_ud = &b,
                        .stream_key = "device_traces", .item = memsnap_trace_item, .item_ud = tr};
     pickle_doc *doc = NULL;
     if (tr && pickle_parse(&in, &lim, &doc, &d) == OOMSCAN_OK) {

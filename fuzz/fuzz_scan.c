@@ -13,45 +13,9 @@
 #include "match/phase.h"
 #include "match/scan.h"
 #include "story/story.h"
+#include "fuzz_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct {
-    const uint8_t *d;
-    size_t n, pos, step;
-} mem;
-
-static ssize_t mem_read(void *ud, void *buf, size_t cap)
-{
-    mem *m = ud;
-    size_t k = m->n - m->pos < cap ? m->n - m->pos : cap;
-    if (k > m->step)
-        k = m->step;
-    memcpy(buf, m->d + m->pos, k);
-    m->pos += k;
-    return (ssize_t)k;
-}
-
-static ssize_t mem_again(void *ud, void *buf, size_t n, uint64_t off)
-{
-    const mem *m = ud;
-    if (off > m->n || n > m->n - off)
-        return -1;
-    memcpy(buf, m->d + off, n);
-    return (ssize_t)n;
-}
-
-static const pdb *db(void)
-{
-    static pdb *d;
-    if (!d) {
-        oomscan_diag diag = {0};
-        d = pdb_new();
-        if (!d || pdb_load_embedded(d, &diag) || pdb_compile(d, &diag))
-            abort(); /* the embedded database is broken: nothing to fuzz */
-    }
-    return d;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -60,15 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t step = 1 + (size_t)(data[0] & 0x7f) * 32;
     int again = data[0] >> 7;
     story *st = story_new();
-    scanner *sc = scanner_new(db());
-    phase_state *ps = phase_new(db());
+    scanner *sc = scanner_new(fuzz_pdb());
+    phase_state *ps = phase_new(fuzz_pdb());
     if (!st || !sc || !ps)
         abort();
     scanner_settings_windows(sc, 256, 192, 384);
-    mem m = {data + 1, size - 1, 0, step}, whole = {data + 1, size - 1, 0, size};
-    scan_source src = {.path = "fuzz.log", .eager = 1, .reread = again ? mem_again : NULL, .reread_ud = &whole};
+    fuzz_mem m = {data + 1, size - 1, 0, step}, whole = {data + 1, size - 1, 0, 0};
+    scan_source src = {.path = "fuzz.log", .eager = 1, .reread = again ? fuzz_mem_reread : NULL, .reread_ud = &whole};
     scan_result res;
-    (void)scanner_run(sc, mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL);
+    (void)scanner_run(sc, fuzz_mem_read, &m, &src, ps, story_sink(st), &res, NULL, NULL);
     story_finish(st, "");
     const struct config_store *s = *story_job_settings(st, "");
     size_t sum = 0;
