@@ -26,9 +26,10 @@ long story_add(story *s, const story_event *ev);
 const scan_sink *story_sink(story *s);
 
 /* Evidence printed after a finding (its faulthandler stack) names the phase its lines did not: give
- * finding `idx` that phase, evidence and (if it has none) framework, as set_phase does for a burst.
- * Nothing changes when the finding already has a phase, unless that one is weak. Returns 0, -1 out of memory. */
-int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework);
+ * finding `idx` that phase (weak when `weak`), evidence and (if it has none) framework, as set_phase does
+ * for a burst. Nothing changes when the finding already has a phase, unless that one is weak. Returns 0,
+ * -1 out of memory. */
+int story_set_phase(story *s, long idx, tax_phase phase, int weak, const char *evidence, int framework);
 
 /* Move every finding of `src` into `dst` (findings with the same group merge). `src` is left empty.
  * Call in input order: first/last locations keep that order. Returns 0, -1 out of memory. */
