@@ -379,7 +379,7 @@ static oomscan_status late_phase(classifier *c, const char *key)
     const cJSON *mem;
     if (last && c->sink.phase_of(c->sink.ud, last->finding, &ph, &weak, &mem) == 0 && (ph == PH_UNKNOWN || weak) &&
         phase_late(c->ps, key, last->line, &ans) &&
-        c->sink.set_phase(c->sink.ud, last->finding, ans.phase, ans.evidence, ans.framework) != 0)
+        c->sink.set_phase(c->sink.ud, last->finding, ans.phase, ans.weak, ans.evidence, ans.framework) != 0)
         return OOMSCAN_ERR_NOMEM;
     return OOMSCAN_OK;
 }
@@ -418,7 +418,7 @@ static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
     char ev[256];
     snprintf(ev, sizeof ev, "\"%s\"%s, %llu line(s) after the failure", mk->literal,
              in_row ? " in the row of the killed task" : "", (unsigned long long)(li->line - last->line));
-    return c->sink.set_phase(c->sink.ud, last->finding, (tax_phase)mk->phase, ev, mk->framework) != 0
+    return c->sink.set_phase(c->sink.ud, last->finding, (tax_phase)mk->phase, 0, ev, mk->framework) != 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
 }

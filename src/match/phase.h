@@ -88,8 +88,9 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
 
 /* Late evidence: the phase named by the failing thread's faulthandler stack on stream `key` whose
  * header came after `failure_line` and within a few lines of it (the failure's own stack, printed
- * below it). Ordinary frame rules only; an answer is final once given. 1 and `out` filled if the
- * frames so far name a phase, else 0. The caller gives it only to a failure that has no phase. */
+ * below it). An ordinary frame rule's answer is final once given; until one matches, the other tiers'
+ * answer is given as weak (out->weak), for a later frame to replace. 1 and `out` filled if the frames so
+ * far name a phase, else 0. The caller gives it only to a failure that has no phase, or a weak one. */
 int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out);
 
 /* The framework with the strongest evidence in everything fed so far (FW_UNKNOWN if none), and the
