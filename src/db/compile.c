@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "match/config.h" /* layering: settings the checklists name become literals, spelled by config_literal() */
+#include "db/configkey.h" /* settings the checklists name become literals, spelled by config_literal() */
 #include "db/embedded.h"
 
 

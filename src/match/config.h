@@ -2,22 +2,27 @@
  * OpenRLHF's Namespace, a launcher's echoed command line, Megatron-style argument tables, #SBATCH
  * lines), and the concrete change a checklist step asks for ("32 -> 16").
  *
- * Only the settings that checklist steps name are read: pdb_compile() asks config_literal() which
- * text to look for, the scanner calls config_capture() on lines that hold one, and remedy asks
+ * Only the settings that checklist steps name are read: pdb_compile() asks config_literal() (db/configkey.h)
+ * which text to look for, the scanner calls config_capture() on lines that hold one, and remedy asks
  * config_lookup() and config_propose() when it writes a step. No I/O.
  *
  * Ownership: a config_store owns its entries; config_lookup() returns a borrowed view valid until the
- * store changes. */
+ * store changes.
+ *
+ * Where it lives: config_store.c the store (put, get, lookup, merge), config_track.c the tracker,
+ * config_read.c reading a line (occurrences, capture), config_propose.c the proposed change;
+ * config_impl.h is what they share. */
 #ifndef OOMSCAN_CONFIG_H
 #define OOMSCAN_CONFIG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_MAX_COMPONENTS 8
+#include "db/configkey.h" /* config_literal, CONFIG_MAX_COMPONENTS */
+
 #define CONFIG_BACK_CAP (256u * 1024u) /* how far back a tracker starts reading when it lost its place */
 #define CONFIG_TRACK_DEPTH 64       /* open brackets remembered with their keys */
-#define CONFIG_MEMO 64              /* settings a tracker remembers the entry of (config.c, capture_at) */
+#define CONFIG_MEMO 64              /* settings a tracker remembers the entry of (config_read.c, capture_at) */
 
 typedef struct {
     char *path;  /* dotted, normalised (no leading dashes, '-' -> '_'), as much as the log shows */
@@ -27,7 +32,7 @@ typedef struct {
     char job[32];
     uint64_t seq; /* later reads have higher seq */
     uint32_t hash; /* of path and job, for finding the entry again */
-    /* for reading it again cheaply (config.c, touch): the lengths of path and value, the room value
+    /* for reading it again cheaply (config_store.c, config_store_touch): the lengths of path and value, the room value
      * has, and the tracker's source (config_tracker.source) that last set file, 0 none */
     uint32_t plen, vlen, vcap;
     uint64_t file_from;
@@ -71,11 +76,6 @@ int config_put(config_store **st, const char *path, const char *value, const cha
 const config_entry *config_get(const config_store *st, const char *path, const char *job);
 const config_entry *config_view_get(const config_view *v, const char *path, const char *job);
 
-/* The text to search the log for when a checklist names setting `key`, written into lit (cap bytes),
- * and a second spelling into alt ("max-tokens-per-gpu" for "--max-tokens-per-gpu", else "").
- * Returns 1 when the key can be read from a log (a real key, long enough to be rare), else 0. */
-int config_literal(const char *key, char *lit, size_t cap, char *alt, size_t altcap);
-
 /* What the scan has passed of a nested dump: the brackets still open before the scan position, each
  * with the key written before it ("'actor': {"), and the open "key:" lines of the YAML block it is in,
  * each with its indentation, so that a setting printed deep in a dump finds its enclosing keys without
@@ -106,7 +106,7 @@ int config_capture(config_store **st, config_tracker *tr, const char *lit, const
  * capture: the scanner's helper reads those of its part of a buffer while the scanner's thread
  * replays the hits before them. */
 typedef struct {
-    uint32_t kind;  /* 0: no value is read there; else how (config.c, OCC_) */
+    uint32_t kind;  /* 0: no value is read there; else how (config_read.c, OCC_) */
     uint32_t shape; /* a name read in a dump's surroundings: where, for finding its entry again */
     uint32_t back;  /* a dotted name: its prefix starts this many bytes before it */
     uint32_t vat;   /* the value starts this many bytes after the name's start, */

@@ -1,4 +1,4 @@
-/* names.h - context a file's name states beyond the Slurm job, rank and node that scan.c reads: a Ray
+/* names.h - context a file's name states beyond the Slurm job, rank and node that scan_run.c reads: a Ray
  * session's log names (worker-<worker id>-<job id>-<pid>.err, python-core-worker-<worker id>_<pid>.log,
  * job-driver-<submission id>.log) give the Ray job and the pid, and a folder named by an IPv4 address
  * (one Ray node's logs) the node. docs/inputs.md "What file names say" lists them.

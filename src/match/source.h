@@ -34,7 +34,7 @@ typedef struct {
                          * stamp, reading them was a sixth of its cost) */
     /* Read n bytes of the source again from stream offset `off` into buf: n, or -1 when they cannot
      * be had (input_pread). A regular file's: the settings windows then read the bytes before a
-     * failure from it instead of keeping a copy of them (scan.c, window_read). NULL: none. */
+     * failure from it instead of keeping a copy of them (scan_windows.c, window_read). NULL: none. */
     ssize_t (*reread)(void *ud, void *buf, size_t n, uint64_t off);
     void *reread_ud;
 } scan_source;
