@@ -45,13 +45,18 @@ typedef struct {
 #define IMM_MAX (((int64_t)1 << 30) - 1)
 static int64_t imm_value(pickle_ref r) { return (int64_t)((int32_t)(r << 1) >> 1); }
 
-/* memo index -> ref, for the entries still to be fetched (linear probing, backward-shift delete) */
+/* memo index -> ref, for the entries still to be fetched: pages of 4096 slots indexed directly (the
+ * memo is numbered in order, so an index is its own address), a page made when an entry in it is
+ * held and let go when its last one is. A fetch is two loads, not a hash probe; the pages of a long
+ * trace's events, which nobody fetches, are never made. Slot 0: not held (no value has ref 0). */
+#define MEMO_PAGE_BITS 12
+#define MEMO_PAGE ((size_t)1 << MEMO_PAGE_BITS)
 typedef struct {
-    uint32_t *key;
-    pickle_ref *val;
-    size_t cap, n;
+    pickle_ref **page;
+    uint32_t *held; /* slots held in each page */
+    size_t npages;
 } memo_map;
-#define MEMO_EMPTY UINT32_MAX
+#define MEMO_EMPTY UINT32_MAX /* the first index the memo refuses */
 
 struct pickle_doc {
     pickle_ref *work; /* decref's stack of values to let go, kept between calls */
@@ -107,8 +112,10 @@ static oomscan_status fail(rd *r, oomscan_status st, const char *fmt, const char
 
 static oomscan_status nomem(rd *r) { return diag_set(r->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory"); }
 
-static uint64_t le(const unsigned char *p, size_t k)
+static inline uint64_t le(const unsigned char *p, size_t k)
 {
+    if (k == 4) /* the common width (LONG_BINGET, BININT, lengths): one load once compiled */
+        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
     uint64_t v = 0;
     for (size_t i = k; i-- > 0;)
         v = (v << 8) | p[i];
@@ -292,15 +299,15 @@ static void decref(pickle_doc *d, pickle_ref v)
     d->cwork = cw;
 }
 
-static void incref(pickle_doc *d, pickle_ref v)
+static inline void incref(pickle_doc *d, pickle_ref v)
 {
     if (!IS_IMM(v) && v >= FIRST_FREEABLE)
         d->v[v].rc++;
 }
 
-static oomscan_status push(rd *r, pickle_ref v)
+static oomscan_status push_grow(rd *r, pickle_ref v)
 {
-    if (r->sp == r->scap) {
+    {
         size_t cap = r->scap ? r->scap * 2 : 64;
         pickle_ref *g = realloc(r->stack, cap * sizeof *g);
         if (!g) {
@@ -312,6 +319,15 @@ static oomscan_status push(rd *r, pickle_ref v)
     }
     r->stack[r->sp++] = v;
     return OOMSCAN_OK;
+}
+
+static inline oomscan_status push(rd *r, pickle_ref v)
+{
+    if (r->sp < r->scap) {
+        r->stack[r->sp++] = v;
+        return OOMSCAN_OK;
+    }
+    return push_grow(r, v);
 }
 
 /* Push a new value of type t; *out its slot (valid until the next new value). */
@@ -362,13 +378,11 @@ static int is_container(const pickle_doc *d, pickle_ref v)
     return !IS_IMM(v) && (d->v[v].t == PK_LIST || d->v[v].t == PK_DICT);
 }
 
-/* Room for `more` items (pairs in a dict) in container c. */
-static oomscan_status reserve(rd *r, pickle_ref c, size_t more)
+/* Room for `more` items (pairs in a dict) in container c: reserve() below. */
+static oomscan_status reserve_grow(rd *r, pickle_ref c, size_t more)
 {
     pval *p = &r->d->v[c];
     size_t per = p->t == PK_DICT ? 2 : 1;
-    if ((size_t)p->n + more <= p->cap)
-        return OOMSCAN_OK;
     size_t cap = p->cap ? p->cap : p->t == PK_DICT ? 8 : 4;
     while (cap < (size_t)p->n + more)
         cap *= 2;
@@ -385,11 +399,17 @@ static oomscan_status reserve(rd *r, pickle_ref c, size_t more)
     return OOMSCAN_OK;
 }
 
-static int height_of(const pickle_doc *d, pickle_ref v) { return is_container(d, v) ? d->v[v].h : 0; }
+static inline oomscan_status reserve(rd *r, pickle_ref c, size_t more)
+{
+    const pval *p = &r->d->v[c];
+    return (size_t)p->n + more <= p->cap ? OOMSCAN_OK : reserve_grow(r, c, more);
+}
+
+static inline int height_of(const pickle_doc *d, pickle_ref v) { return is_container(d, v) ? d->v[v].h : 0; }
 
 
 /* The early depth check as an item goes into a container. */
-static oomscan_status adopt(rd *r, pickle_ref parent, pickle_ref child)
+static inline oomscan_status adopt(rd *r, pickle_ref parent, pickle_ref child)
 {
     int h = height_of(r->d, child) + 1;
     if ((unsigned)h > r->lim.max_depth)
@@ -449,17 +469,18 @@ static oomscan_status setitem(rd *r, pickle_ref dict, pickle_ref key, pickle_ref
          * the size real dumps have: a hostile dict of millions of keys keeps its repeats instead of
          * taking quadratic time. */
         pval *p = &d->v[dict];
+        uint32_t kn = d->v[key].n;
+        const char *ks = d->v[key].u.s;
         for (uint32_t j = 0; j < p->n; j++) {
             pickle_ref k = p->u.k[2 * j];
-            if (k != key && (IS_IMM(k) || d->v[k].n != d->v[key].n || d->v[k].u.s[0] != d->v[key].u.s[0]))
+            if (k != key && (IS_IMM(k) || d->v[k].t != PK_STR || d->v[k].n != kn || d->v[k].u.s[0] != ks[0] ||
+                             memcmp(d->v[k].u.s, ks, kn) != 0))
                 continue;
-            if (vtype(d, k) == PK_STR && d->v[k].n == d->v[key].n && memcmp(d->v[k].u.s, d->v[key].u.s, d->v[k].n) == 0) {
-                pickle_ref old = p->u.k[2 * j + 1];
-                p->u.k[2 * j + 1] = val;
-                decref(d, old);
-                decref(d, key);
-                return OOMSCAN_OK;
-            }
+            pickle_ref old = p->u.k[2 * j + 1];
+            p->u.k[2 * j + 1] = val;
+            decref(d, old);
+            decref(d, key);
+            return OOMSCAN_OK;
         }
     }
     if (!st)
@@ -544,84 +565,67 @@ static oomscan_status long_int(rd *r, uint64_t k)
 
 /* ---- the memo --------------------------------------------------------------------------------- */
 
-static size_t mhash(uint32_t k, size_t cap) { return (size_t)((k * 2654435761u) & (cap - 1)); }
-
-static pickle_ref *memo_find(memo_map *m, uint32_t k)
+static inline pickle_ref *memo_find(const memo_map *m, uint32_t k)
 {
-    if (!m->cap)
+    size_t pi = k >> MEMO_PAGE_BITS;
+    if (pi >= m->npages || !m->page[pi])
         return NULL;
-    for (size_t i = mhash(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (m->key[i] == k)
-            return &m->val[i];
-        if (m->key[i] == MEMO_EMPTY)
-            return NULL;
-    }
+    pickle_ref *slot = &m->page[pi][k & (MEMO_PAGE - 1)];
+    return *slot ? slot : NULL;
 }
 
 static int memo_insert(memo_map *m, uint32_t k, pickle_ref v)
 {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        uint32_t *nk = malloc(cap * sizeof *nk);
-        pickle_ref *nv = malloc(cap * sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
+    size_t pi = k >> MEMO_PAGE_BITS;
+    if (pi >= m->npages) {
+        size_t n = m->npages ? m->npages * 2 : 64;
+        while (n <= pi)
+            n *= 2;
+        pickle_ref **g = realloc(m->page, n * sizeof *g);
+        if (!g)
             return -1;
-        }
-        memset(nk, 0xff, cap * sizeof *nk);
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->key[i] != MEMO_EMPTY) {
-                size_t j = mhash(m->key[i], cap);
-                while (nk[j] != MEMO_EMPTY)
-                    j = (j + 1) & (cap - 1);
-                nk[j] = m->key[i];
-                nv[j] = m->val[i];
-            }
-        free(m->key);
-        free(m->val);
-        m->key = nk;
-        m->val = nv;
-        m->cap = cap;
+        m->page = g;
+        uint32_t *h = realloc(m->held, n * sizeof *h);
+        if (!h)
+            return -1;
+        m->held = h;
+        memset(g + m->npages, 0, (n - m->npages) * sizeof *g);
+        memset(h + m->npages, 0, (n - m->npages) * sizeof *h);
+        m->npages = n;
     }
-    size_t i = mhash(k, m->cap);
-    while (m->key[i] != MEMO_EMPTY && m->key[i] != k)
-        i = (i + 1) & (m->cap - 1);
-    if (m->key[i] == MEMO_EMPTY)
-        m->n++;
-    m->key[i] = k;
-    m->val[i] = v;
+    if (!m->page[pi] && !(m->page[pi] = calloc(MEMO_PAGE, sizeof **m->page)))
+        return -1;
+    pickle_ref *slot = &m->page[pi][k & (MEMO_PAGE - 1)];
+    if (!*slot)
+        m->held[pi]++;
+    *slot = v;
     return 0;
 }
 
-static void memo_remove(memo_map *m, uint32_t k)
+/* Empty a slot memo_find gave for index k. */
+static inline void memo_remove(memo_map *m, uint32_t k, pickle_ref *slot)
 {
-    if (!m->cap)
-        return;
-    size_t i = mhash(k, m->cap);
-    while (m->key[i] != k) {
-        if (m->key[i] == MEMO_EMPTY)
-            return;
-        i = (i + 1) & (m->cap - 1);
+    size_t pi = k >> MEMO_PAGE_BITS;
+    *slot = 0;
+    if (--m->held[pi] == 0) {
+        free(m->page[pi]);
+        m->page[pi] = NULL;
     }
-    /* backward-shift deletion keeps every probe chain unbroken */
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & (m->cap - 1);
-        if (m->key[j] == MEMO_EMPTY)
-            break;
-        size_t home = mhash(m->key[j], m->cap);
-        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-            m->key[i] = m->key[j];
-            m->val[i] = m->val[j];
-            i = j;
-        }
-    }
-    m->key[i] = MEMO_EMPTY;
-    m->n--;
 }
 
-static unsigned fetches_left(const rd *r, uint64_t idx)
+static void memo_free(memo_map *m, pickle_doc *d)
+{
+    for (size_t pi = 0; pi < m->npages; pi++) {
+        for (size_t i = 0; m->page[pi] && i < MEMO_PAGE; i++)
+            if (m->page[pi][i])
+                decref(d, m->page[pi][i]);
+        free(m->page[pi]);
+    }
+    free(m->page);
+    free(m->held);
+}
+
+static inline unsigned fetches_left(const rd *r, uint64_t idx)
 {
     if (!r->fetches || idx >= r->nfetches)
         return 3;
@@ -647,7 +651,7 @@ static oomscan_status memo_put(rd *r, uint64_t idx)
     pickle_ref v = r->stack[r->sp - 1], *old = memo_find(&r->memo, (uint32_t)idx);
     if (old) {
         decref(r->d, *old);
-        memo_remove(&r->memo, (uint32_t)idx);
+        memo_remove(&r->memo, (uint32_t)idx, old);
     }
     unsigned left = fetches_left(r, idx);
     if (left == 0)
@@ -660,23 +664,28 @@ static oomscan_status memo_put(rd *r, uint64_t idx)
     return OOMSCAN_OK;
 }
 
-static oomscan_status memo_get(rd *r, uint64_t idx)
+static oomscan_status memo_get_missing(rd *r, uint64_t idx)
+{
+    if (idx < r->nmemo && r->fetches)
+        return fail(r, OOMSCAN_ERR_FORMAT, "memo fetch the first pass did not count%s", NULL);
+    return fail(r, OOMSCAN_ERR_FORMAT, "memo fetch of a value never stored%s", NULL);
+}
+
+/* The most common opcode of a trace (each frame of each event is one): kept small enough to inline. */
+static inline oomscan_status memo_get(rd *r, uint64_t idx)
 {
     pickle_ref *slot = idx < r->nmemo && idx < MEMO_EMPTY ? memo_find(&r->memo, (uint32_t)idx) : NULL;
-    if (!slot) {
-        if (idx < r->nmemo && r->fetches)
-            return fail(r, OOMSCAN_ERR_FORMAT, "memo fetch the first pass did not count%s", NULL);
-        return fail(r, OOMSCAN_ERR_FORMAT, "memo fetch of a value never stored%s", NULL);
-    }
+    if (!slot)
+        return memo_get_missing(r, idx);
     pickle_ref v = *slot;
-    incref(r->d, v);
     unsigned left = fetches_left(r, idx);
-    if (left == 1 || left == 2)
-        fetches_set(r, idx, left - 1);
     if (left == 1) {
-        /* its last fetch: the memo lets it go */
-        memo_remove(&r->memo, (uint32_t)idx);
-        decref(r->d, v);
+        /* its last fetch: the memo's reference passes to the stack */
+        memo_remove(&r->memo, (uint32_t)idx, slot);
+    } else {
+        incref(r->d, v);
+        if (left == 2)
+            fetches_set(r, idx, 1);
     }
     return push(r, v);
 }
@@ -735,10 +744,32 @@ static oomscan_status fill_list(rd *r, size_t from)
     }
     size_t li;
     int stream = streamed(r, from - 1, &li);
-    /* room for the whole batch at once: a frames list of 30 items grew four times otherwise */
-    oomscan_status st = stream ? OOMSCAN_OK : reserve(r, r->stack[from - 1], r->sp - from);
     size_t top = r->sp;
-    r->sp = from; /* the items leave the stack in order, each handed to the list (or to the stream) */
+    oomscan_status st = OOMSCAN_OK;
+    if (!stream) {
+        /* the whole batch at once: room made once (a frames list of 30 items grew four times
+         * otherwise), the depth checked item by item, the refs moved in one copy */
+        pickle_ref list = r->stack[from - 1];
+        if (!(st = reserve(r, list, top - from))) {
+            unsigned h = r->d->v[list].h;
+            for (size_t i = from; i < top; i++) {
+                unsigned hi = (unsigned)height_of(r->d, r->stack[i]) + 1;
+                if (hi > h)
+                    h = hi;
+            }
+            if (h > r->lim.max_depth) {
+                st = fail(r, OOMSCAN_ERR_LIMIT, "values nested deeper than the limit%s", NULL);
+            } else {
+                pval *p = &r->d->v[list];
+                p->h = (uint8_t)(h > 255 ? 255 : h);
+                memcpy(p->u.k + p->n, r->stack + from, (top - from) * sizeof *r->stack);
+                p->n += (uint32_t)(top - from);
+                r->sp = from;
+                return OOMSCAN_OK;
+            }
+        }
+    }
+    r->sp = from; /* the items leave the stack in order, each handed to the stream (or let go) */
     for (size_t i = from; i < top; i++) {
         if (st)
             decref(r->d, r->stack[i]);
@@ -1203,6 +1234,58 @@ static oomscan_status drain(rd *r, uint64_t *end)
     return OOMSCAN_OK;
 }
 
+/* The opcodes that make most of a long trace (each frame of each event is a BINGET; each event a
+ * MARK, a MEMOIZE nobody fetches, small ints), run while the window holds 16 bytes, without step()'s
+ * call, look-ups and checks for each. Only the plain case is done here: anything else (an error, a
+ * full stack, a memo entry to keep) returns with the opcode unread, and step() runs it. */
+static void run_common(rd *r)
+{
+    pickle_doc *d = r->d;
+    const unsigned char *b = r->in.buf;
+    size_t lo = r->in.lo, hi = r->in.hi;
+    while (hi - lo >= 16 && r->sp < r->scap) {
+        unsigned op = b[lo];
+        pickle_ref v;
+        if (op == 'h' || op == 'j') {
+            uint64_t idx = op == 'h' ? b[lo + 1] : le(b + lo + 1, 4);
+            pickle_ref *slot = idx < r->nmemo ? memo_find(&r->memo, (uint32_t)idx) : NULL;
+            if (!slot)
+                break;
+            v = *slot;
+            unsigned left = fetches_left(r, idx);
+            if (left == 1) {
+                memo_remove(&r->memo, (uint32_t)idx, slot);
+            } else {
+                incref(d, v);
+                if (left == 2)
+                    fetches_set(r, idx, 1);
+            }
+            lo += op == 'h' ? 2 : 5;
+        } else if (op == 'K') {
+            v = IMM_BIT | b[lo + 1];
+            lo += 2;
+        } else if (op == 'M') {
+            v = IMM_BIT | (pickle_ref)le(b + lo + 1, 2);
+            lo += 3;
+        } else if (op == 'N') {
+            v = REF_NONE;
+            lo++;
+        } else if (op == '(' && r->nmarks < r->mcap && r->nmarks < r->lim.max_depth) {
+            r->marks[r->nmarks++] = r->sp;
+            lo++;
+            continue;
+        } else if (op == 0x94 && r->sp > floor_sp(r) && r->nmemo < r->nfetches && fetches_left(r, r->nmemo) == 0) {
+            r->nmemo++; /* never fetched: nothing to keep */
+            lo++;
+            continue;
+        } else {
+            break;
+        }
+        r->stack[r->sp++] = v;
+    }
+    r->in.lo = lo;
+}
+
 static oomscan_status run(rd *r)
 {
     /* the first pass, when the bytes can be had again */
@@ -1233,8 +1316,10 @@ static oomscan_status run(rd *r)
         }
     }
     int stop = 0;
-    while (!st && !stop)
+    while (!st && !stop) {
+        run_common(r);
         st = step(r, &stop);
+    }
     if (!st) {
         r->d->root = r->stack[--r->sp];
         r->d->input = offset_of(r);
@@ -1249,11 +1334,7 @@ static oomscan_status parse(rd *r, pickle_doc **out)
         return nomem(r);
     oomscan_status st = run(r);
     drop_from(r, 0);
-    for (size_t i = 0; i < r->memo.cap; i++)
-        if (r->memo.key[i] != MEMO_EMPTY)
-            decref(r->d, r->memo.val[i]);
-    free(r->memo.key);
-    free(r->memo.val);
+    memo_free(&r->memo, r->d);
     free(r->stack);
     free(r->marks);
     free(r->fetches);
