@@ -1,12 +1,9 @@
-/* pickle.c - the safe pickle subset reader (pickle.h). Opcode meanings follow CPython's
- * Lib/pickletools.py descriptions; written here from those descriptions, not copied. */
-#include "dumps/pickle.h"
-
+/* pickle_vm.c - the safe pickle subset reader (pickle.h): the opcode machine (pickle_impl.h says what
+ * the other files hold). Opcode meanings follow CPython's Lib/pickletools.py descriptions; written
+ * here from those descriptions, not copied. */
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+
+#include "dumps/pickle_impl.h"
 
 const pickle_limits pickle_default_limits = {.max_input = (size_t)4 << 30,
                                              .max_nodes = 64u << 20,
@@ -14,196 +11,9 @@ const pickle_limits pickle_default_limits = {.max_input = (size_t)4 << 30,
                                              .max_string = 64u << 20,
                                              .max_depth = 64};
 
-/* One value. Containers keep their items in k[] (a dict: key, value, key, value ...; n counts pairs);
- * str and bytes keep a malloc'd NUL-terminated copy. A free slot has t == PK_INVALID and links the
- * free list through u.i. */
-typedef struct {
-    uint8_t t;
-    uint8_t h;      /* height when last adopted (an early depth check; walkers bound depth themselves) */
-    uint8_t onpath; /* pickle_to_json: the value is being expanded (a value inside itself) */
-    uint8_t perm;   /* the memo holds it to the end: its ref names this value for the doc's life */
-    uint32_t rc;    /* holders: the stack, containers, the memo, a walk */
-    uint32_t n, cap;
-    union {
-        int64_t i;
-        double d;
-        char *s;
-        pickle_ref *k;
-    } u;
-} pval;
-
-/* refs 1-3 are None, True and False, shared and never freed */
-#define REF_NONE 1u
-#define REF_TRUE 2u
-#define REF_FALSE 3u
-#define FIRST_FREEABLE 4u
-/* Small ints are not stored: the ref itself holds them (top bit set, the value in the low 31 bits,
- * two's complement), so the ints of every trace event cost no slot. */
-#define IMM_BIT 0x80000000u
-#define IS_IMM(r) (((r) & IMM_BIT) != 0)
-#define IMM_MIN (-((int64_t)1 << 30))
-#define IMM_MAX (((int64_t)1 << 30) - 1)
-static int64_t imm_value(pickle_ref r) { return (int64_t)((int32_t)(r << 1) >> 1); }
-
-/* memo index -> ref, for the entries still to be fetched: pages of 4096 slots indexed directly (the
- * memo is numbered in order, so an index is its own address), a page made when an entry in it is
- * held and let go when its last one is. A fetch is two loads, not a hash probe; the pages of a long
- * trace's events, which nobody fetches, are never made. Slot 0: not held (no value has ref 0). */
-#define MEMO_PAGE_BITS 12
-#define MEMO_PAGE ((size_t)1 << MEMO_PAGE_BITS)
-typedef struct {
-    pickle_ref **page;
-    uint32_t *held; /* slots held in each page */
-    size_t npages;
-} memo_map;
-#define MEMO_EMPTY UINT32_MAX /* the first index the memo refuses */
-
-struct pickle_doc {
-    pickle_ref *work; /* decref's stack of values to let go, kept between calls */
-    size_t cwork;
-    pval *v;
-    size_t nv, capv;
-    pickle_ref free_head;
-    size_t live_nodes, live_bytes, peak_nodes, peak_bytes;
-    pickle_ref root;
-    uint64_t input;
-};
-
-/* The bytes: memory, or a stream read into a window (read again from the start through `reread`). */
-typedef struct {
-    const unsigned char *mem;
-    size_t memn;
-    pickle_read_fn rd;
-    void *rud;
-    pickle_reread_fn rr;
-    void *rrud;
-    int again;      /* reading through rr */
-    uint64_t end;   /* with rr: bytes to read in all (the first pass's STOP) */
-    unsigned char *buf;
-    size_t cap, lo, hi;
-    uint64_t base;  /* stream offset of buf[0] */
-} bytes_in;
-
-typedef struct {
-    bytes_in in;
-    pickle_doc *d;
-    pickle_limits lim;
-    pickle_ref *stack;
-    size_t sp, scap;
-    size_t *marks;
-    size_t nmarks, mcap;
-    memo_map memo;
-    uint64_t nmemo;      /* memo entries stored so far */
-    uint8_t *fetches;    /* 2 bits per memo entry from the first pass: 0-2 fetches, 3 many; NULL: keep all */
-    uint64_t nfetches;
-    const pickle_input *pin;
-    uint64_t op_at;      /* offset of the opcode being run, for messages */
-    oomscan_diag *diag;
-} rd;
-
-/* ---- messages and bytes -------------------------------------------------------------------- */
-
-static oomscan_status fail(rd *r, oomscan_status st, const char *fmt, const char *arg)
-{
-    char m[200];
-    snprintf(m, sizeof m, fmt, arg ? arg : "");
-    return diag_set(r->diag, st, NULL, "byte %llu: %s", (unsigned long long)r->op_at, m);
-}
-
-static oomscan_status nomem(rd *r) { return diag_set(r->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory"); }
-
-static inline uint64_t le(const unsigned char *p, size_t k)
-{
-    if (k == 4) /* the common width (LONG_BINGET, BININT, lengths): one load once compiled */
-        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
-    uint64_t v = 0;
-    for (size_t i = k; i-- > 0;)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t offset_of(const rd *r) { return r->in.base + r->in.lo; }
-
-/* Make k bytes available at in.buf + in.lo (valid until the next call): need() below. */
-static oomscan_status need_more(rd *r, size_t k)
-{
-    bytes_in *in = &r->in;
-    if (in->mem)
-        return fail(r, OOMSCAN_ERR_FORMAT, "truncated pickle (%sthe data ends inside an opcode)", NULL);
-    if (in->lo > 0) {
-        memmove(in->buf, in->buf + in->lo, in->hi - in->lo);
-        in->base += in->lo;
-        in->hi -= in->lo;
-        in->lo = 0;
-    }
-    if (k > in->cap) {
-        size_t cap = in->cap * 2 > k ? in->cap * 2 : k;
-        unsigned char *g = realloc(in->buf, cap);
-        if (!g)
-            return nomem(r);
-        in->buf = g;
-        in->cap = cap;
-    }
-    while (in->hi < k) {
-        ssize_t got;
-        if (in->again) {
-            uint64_t at = in->base + in->hi, left = in->end > at ? in->end - at : 0;
-            size_t want = in->cap - in->hi;
-            if (want > left)
-                want = (size_t)left;
-            got = want ? in->rr(in->rrud, in->buf + in->hi, want, at) : 0;
-            if (got >= 0 && (size_t)got != want)
-                got = -1;
-        } else {
-            got = in->rd(in->rud, in->buf + in->hi, in->cap - in->hi);
-        }
-        if (got < 0)
-            return fail(r, OOMSCAN_ERR_FORMAT, "read error in the pickle%s", NULL);
-        if (got == 0)
-            return fail(r, OOMSCAN_ERR_FORMAT, "truncated pickle (%sthe data ends inside an opcode)", NULL);
-        in->hi += (size_t)got;
-        if (in->base + in->hi > r->lim.max_input)
-            return diag_set(r->diag, OOMSCAN_ERR_LIMIT, NULL, "pickle of more than %zu bytes is over the limit",
-                            r->lim.max_input);
-    }
-    return OOMSCAN_OK;
-}
-
-static inline oomscan_status need(rd *r, size_t k)
-{
-    return r->in.hi - r->in.lo >= k ? OOMSCAN_OK : need_more(r, k);
-}
-
-/* Pass k bytes without keeping them (the first pass's strings). */
-static oomscan_status skip(rd *r, uint64_t k)
-{
-    bytes_in *in = &r->in;
-    while (k > 0) {
-        if (in->hi == in->lo) {
-            oomscan_status st = need(r, 1);
-            if (st)
-                return st;
-        }
-        size_t have = in->hi - in->lo, take = k < have ? (size_t)k : have;
-        in->lo += take;
-        k -= take;
-    }
-    return OOMSCAN_OK;
-}
+static void decref(pickle_doc *d, pickle_ref v) { pickle_value_release(d, v); }
 
 /* ---- values ----------------------------------------------------------------------------------- */
-
-static size_t val_bytes(const pval *p)
-{
-    size_t b = sizeof *p;
-    if (p->t == PK_STR || p->t == PK_BYTES)
-        b += (size_t)p->n + 1;
-    else if (p->t == PK_LIST)
-        b += (size_t)p->cap * sizeof(pickle_ref);
-    else if (p->t == PK_DICT)
-        b += (size_t)p->cap * 2 * sizeof(pickle_ref);
-    return b;
-}
 
 static oomscan_status charge(rd *r, size_t nodes, size_t bytes)
 {
@@ -254,49 +64,6 @@ static pickle_ref new_val(rd *r, uint8_t t, oomscan_status *st)
         /* still a live value: the caller drops it like any other */
     }
     return ref;
-}
-
-/* Drop one holder of v; a value nobody holds is freed, and so, in turn, are its items. Iterative:
- * a long chain of nested values must not recurse. */
-static void decref(pickle_doc *d, pickle_ref v)
-{
-    pickle_ref *work = d->work;
-    size_t nw = 0, cw = d->cwork;
-    for (;;) {
-        if (!IS_IMM(v) && v >= FIRST_FREEABLE && v < d->nv && d->v[v].t != PK_INVALID && --d->v[v].rc == 0) {
-            pval *p = &d->v[v];
-            d->live_nodes--;
-            d->live_bytes -= val_bytes(p);
-            if (p->t == PK_LIST || p->t == PK_DICT) {
-                size_t k = (size_t)p->n * (p->t == PK_DICT ? 2 : 1);
-                if (nw + k > cw) {
-                    size_t c = cw ? cw * 2 : 64;
-                    while (c < nw + k)
-                        c *= 2;
-                    pickle_ref *g = realloc(work, c * sizeof *g);
-                    if (g) {
-                        work = g;
-                        cw = c;
-                    }
-                }
-                if (k && nw + k <= cw) {
-                    memcpy(work + nw, p->u.k, k * sizeof *work);
-                    nw += k;
-                } /* else: out of memory; the items stay allocated until the doc is freed */
-                free(p->u.k);
-            } else if (p->t == PK_STR || p->t == PK_BYTES) {
-                free(p->u.s);
-            }
-            p->t = PK_INVALID;
-            p->u.i = d->free_head;
-            d->free_head = v;
-        }
-        if (!nw)
-            break;
-        v = work[--nw];
-    }
-    d->work = work;
-    d->cwork = cw;
 }
 
 static inline void incref(pickle_doc *d, pickle_ref v)
@@ -367,9 +134,6 @@ static oomscan_status push_float(rd *r, double x)
         p->u.d = x;
     return st;
 }
-
-/* The type of any ref, immediate or stored. */
-static uint8_t vtype(const pickle_doc *d, pickle_ref v) { return IS_IMM(v) ? PK_INT : d->v[v].t; }
 
 static size_t floor_sp(const rd *r) { return r->nmarks ? r->marks[r->nmarks - 1] : 0; }
 
@@ -625,19 +389,6 @@ static void memo_free(memo_map *m, pickle_doc *d)
     free(m->held);
 }
 
-static inline unsigned fetches_left(const rd *r, uint64_t idx)
-{
-    if (!r->fetches || idx >= r->nfetches)
-        return 3;
-    return (r->fetches[idx / 4] >> (2 * (idx % 4))) & 3u;
-}
-
-static void fetches_set(rd *r, uint64_t idx, unsigned v)
-{
-    uint8_t *b = &r->fetches[idx / 4];
-    *b = (uint8_t)((*b & ~(3u << (2 * (idx % 4)))) | (v << (2 * (idx % 4))));
-}
-
 static oomscan_status memo_put(rd *r, uint64_t idx)
 {
     if (r->sp <= floor_sp(r))
@@ -810,150 +561,6 @@ static oomscan_status refuse(rd *r, const char *what)
 {
     return fail(r, OOMSCAN_ERR_FORMAT,
                 "%s refused: this reader never constructs objects or runs code from a file", what);
-}
-
-/* The argument bytes of each opcode: a fixed size (ARG_FIXED), or a length prefix of 1, 4 or 8 bytes
- * whose value counts too (ARG_LEN1/4/8); ARG_NO for an opcode this reader refuses or does not know
- * (the second pass says which). A table: the first pass looks every opcode up. */
-enum { ARG_NO = -1, ARG_ZERO = 15, ARG_LEN1 = 16, ARG_LEN4 = 17, ARG_LEN8 = 18 };
-static const signed char ARG[256] = {
-    [0x80] = 1, ['K'] = 1, ['q'] = 1, ['h'] = 1, ['M'] = 2, ['J'] = 4, ['r'] = 4, ['j'] = 4, [0x95] = 8, ['G'] = 8,
-    [0x8a] = ARG_LEN1, [0x8c] = ARG_LEN1, ['C'] = ARG_LEN1, ['U'] = ARG_LEN1,
-    [0x8b] = ARG_LEN4, ['X'] = ARG_LEN4, ['B'] = ARG_LEN4, ['T'] = ARG_LEN4,
-    [0x8d] = ARG_LEN8, [0x8e] = ARG_LEN8, [0x96] = ARG_LEN8,
-    ['('] = ARG_ZERO, ['0'] = ARG_ZERO, ['1'] = ARG_ZERO, ['2'] = ARG_ZERO, ['N'] = ARG_ZERO, [0x88] = ARG_ZERO,
-    [0x89] = ARG_ZERO, [']'] = ARG_ZERO, [0x8f] = ARG_ZERO, [')'] = ARG_ZERO, ['}'] = ARG_ZERO, ['l'] = ARG_ZERO,
-    ['t'] = ARG_ZERO, [0x91] = ARG_ZERO, [0x85] = ARG_ZERO, [0x86] = ARG_ZERO, [0x87] = ARG_ZERO, ['d'] = ARG_ZERO,
-    ['a'] = ARG_ZERO, ['e'] = ARG_ZERO, [0x90] = ARG_ZERO, ['s'] = ARG_ZERO, ['u'] = ARG_ZERO, [0x94] = ARG_ZERO,
-    ['.'] = ARG_ZERO,
-};
-
-static inline int arg_size(unsigned op, int *len_bytes)
-{
-    int a = ARG[op];
-    *len_bytes = 0;
-    if (a == 0)
-        return ARG_NO;
-    if (a == ARG_ZERO)
-        return 0;
-    if (a >= ARG_LEN1) {
-        *len_bytes = a == ARG_LEN1 ? 1 : a == ARG_LEN4 ? 4 : 8;
-        return 0;
-    }
-    return a;
-}
-
-/* The first pass: how often each memo entry is fetched (2 bits each, 3 = many). Only the memo
- * opcodes are looked at; anything odd ends the count and the second pass keeps every memo entry
- * (and reports the error, if it is one). *end: the bytes up to the STOP. Returns OOMSCAN_OK (a count
- * or none), or NOMEM / a read error. */
-static oomscan_status count_fetches(rd *r, uint64_t *end, int *usable)
-{
-    uint64_t n = 0, cap = 0;
-    *usable = 0;
-    for (;;) {
-        /* the common opcodes while the window holds them whole; the rest below */
-        const unsigned char *b = r->in.buf;
-        size_t lo = r->in.lo, hi = r->in.hi;
-        while (hi - lo >= 16) {
-            unsigned o = b[lo];
-            int k = ARG[o];
-            if (k == ARG_ZERO && o != '.' && o != 0x94) {
-                lo++;
-            } else if (o == 0x94 && n / 4 < cap) {
-                n++;
-                lo++;
-            } else if (o == 'h' || o == 'j') {
-                uint64_t idx = o == 'h' ? b[lo + 1] : le(b + lo + 1, 4);
-                if (idx >= n)
-                    break;
-                unsigned c = (r->fetches[idx / 4] >> (2 * (idx % 4))) & 3u;
-                if (c < 3)
-                    r->fetches[idx / 4] = (uint8_t)((r->fetches[idx / 4] & ~(3u << (2 * (idx % 4)))) |
-                                                    ((c + 1) << (2 * (idx % 4))));
-                lo += 1 + (size_t)k;
-            } else if (k > 0 && k <= 8 && o != 'q' && o != 'r') {
-                lo += 1 + (size_t)k;
-            } else if (k == ARG_LEN1 && o != 0x8a) {
-                if (hi - lo < 2 + (size_t)b[lo + 1])
-                    break;
-                lo += 2 + (size_t)b[lo + 1];
-            } else if (k == ARG_LEN4 && o != 0x8b) {
-                uint64_t len = le(b + lo + 1, 4);
-                if (len > hi - lo - 5)
-                    break;
-                lo += 5 + (size_t)len;
-            } else {
-                break;
-            }
-        }
-        r->in.lo = lo;
-        r->nfetches = n;
-        r->op_at = offset_of(r);
-        oomscan_status st = need(r, 1);
-        if (st)
-            return st;
-        unsigned op = r->in.buf[r->in.lo++];
-        int lb;
-        int k = arg_size(op, &lb);
-        if (k < 0)
-            return OOMSCAN_OK;
-        uint64_t len = (uint64_t)k;
-        if (lb) {
-            if ((st = need(r, (size_t)lb)))
-                return st;
-            len = le(r->in.buf + r->in.lo, (size_t)lb);
-            r->in.lo += (size_t)lb;
-            if (len > r->lim.max_string && op != 0x8a && op != 0x8b)
-                return OOMSCAN_OK;
-            if ((op == 0x8a || op == 0x8b) && len > 1024)
-                return OOMSCAN_OK;
-        } else if (k > 0) {
-            if ((st = need(r, (size_t)k)))
-                return st;
-        }
-        const unsigned char *a = r->in.buf + r->in.lo;
-        uint64_t idx = UINT64_MAX;
-        int put = 0;
-        if (op == 0x94) {
-            put = 1, idx = n;
-        } else if (op == 'q' || op == 'r') {
-            put = 1, idx = le(a, (size_t)k);
-        } else if (op == 'h' || op == 'j') {
-            idx = le(a, (size_t)k);
-        }
-        if (put) {
-            if (idx != n)
-                return OOMSCAN_OK; /* a memo entry stored again or out of order: count nothing */
-            if (n >= MEMO_EMPTY)
-                return OOMSCAN_OK;
-            if (n / 4 >= cap) {
-                uint64_t c = cap ? cap * 2 : 4096;
-                uint8_t *g = realloc(r->fetches, (size_t)c);
-                if (!g)
-                    return nomem(r);
-                memset(g + cap, 0, (size_t)(c - cap));
-                r->fetches = g;
-                cap = c;
-            }
-            n++;
-        } else if (idx != UINT64_MAX) {
-            if (idx >= n)
-                return OOMSCAN_OK;
-            r->nfetches = n;
-            unsigned c = fetches_left(r, idx);
-            if (c < 3)
-                fetches_set(r, idx, c + 1);
-        }
-        if ((st = skip(r, len)))
-            return st;
-        if (op == '.') {
-            *end = offset_of(r);
-            r->nfetches = n;
-            *usable = 1;
-            return OOMSCAN_OK;
-        }
-    }
 }
 
 static oomscan_status step(rd *r, int *stop)
@@ -1177,63 +784,6 @@ static oomscan_status step(rd *r, int *stop)
     }
 }
 
-/* ---- the document ------------------------------------------------------------------------------ */
-
-static pickle_doc *doc_new(void)
-{
-    pickle_doc *d = calloc(1, sizeof *d);
-    if (!d || !(d->v = calloc(1024, sizeof *d->v))) {
-        free(d);
-        return NULL;
-    }
-    d->capv = 1024;
-    d->nv = FIRST_FREEABLE;
-    d->v[REF_NONE].t = PK_NONE;
-    d->v[REF_TRUE].t = PK_BOOL;
-    d->v[REF_TRUE].u.i = 1;
-    d->v[REF_FALSE].t = PK_BOOL;
-    for (pickle_ref i = REF_NONE; i < FIRST_FREEABLE; i++)
-        d->v[i].rc = 1;
-    return d;
-}
-
-void pickle_doc_free(pickle_doc *d)
-{
-    if (!d)
-        return;
-    for (size_t i = FIRST_FREEABLE; i < d->nv; i++) {
-        pval *p = &d->v[i];
-        if (p->t == PK_LIST || p->t == PK_DICT)
-            free(p->u.k);
-        else if (p->t == PK_STR || p->t == PK_BYTES)
-            free(p->u.s);
-    }
-    free(d->v);
-    free(d->work);
-    free(d);
-}
-
-/* Read the rest of the stream; *end its size. */
-static oomscan_status drain(rd *r, uint64_t *end)
-{
-    bytes_in *in = &r->in;
-    for (;;) {
-        in->base += in->hi;
-        in->lo = in->hi = 0;
-        if (in->base > r->lim.max_input)
-            return diag_set(r->diag, OOMSCAN_ERR_LIMIT, NULL, "pickle of more than %zu bytes is over the limit",
-                            r->lim.max_input);
-        ssize_t got = in->rd(in->rud, in->buf, in->cap);
-        if (got < 0)
-            return fail(r, OOMSCAN_ERR_FORMAT, "read error in the pickle%s", NULL);
-        if (got == 0)
-            break;
-        in->hi = (size_t)got;
-    }
-    *end = in->base;
-    return OOMSCAN_OK;
-}
-
 /* The opcodes that make most of a long trace (each frame of each event is a BINGET; each event a
  * MARK, a MEMOIZE nobody fetches, small ints), run while the window holds 16 bytes, without step()'s
  * call, look-ups and checks for each. Only the plain case is done here: anything else (an error, a
@@ -1293,7 +843,7 @@ static oomscan_status run(rd *r)
     int usable = 0;
     oomscan_status st = OOMSCAN_OK;
     if (r->in.mem || r->in.rr) {
-        st = count_fetches(r, &end, &usable);
+        st = pickle_input_count_fetches(r, &end, &usable);
         if (st == OOMSCAN_ERR_NOMEM || (st && !r->in.mem))
             return st; /* a stream that failed cannot be read again */
         if (r->diag)
@@ -1303,7 +853,7 @@ static oomscan_status run(rd *r)
             free(r->fetches);
             r->fetches = NULL;
             /* the second pass keeps every memo entry and says what is wrong; it reads to the end */
-            if (!r->in.mem && (st = drain(r, &end)))
+            if (!r->in.mem && (st = pickle_input_drain(r, &end)))
                 return st;
         }
         if (r->in.mem) {
@@ -1330,7 +880,7 @@ static oomscan_status run(rd *r)
 static oomscan_status parse(rd *r, pickle_doc **out)
 {
     *out = NULL;
-    if (!(r->d = doc_new()))
+    if (!(r->d = pickle_value_doc_new()))
         return nomem(r);
     oomscan_status st = run(r);
     drop_from(r, 0);
@@ -1376,283 +926,6 @@ oomscan_status pickle_parse_mem(const unsigned char *p, size_t n, const pickle_l
     r.in.buf = (unsigned char *)p; /* only read */
     r.in.hi = n;
     return parse(&r, out);
-}
-
-void pickle_doc_stats(const pickle_doc *d, uint64_t *input, size_t *peak_nodes, size_t *peak_bytes)
-{
-    *input = d ? d->input : 0;
-    *peak_nodes = d ? d->peak_nodes : 0;
-    *peak_bytes = d ? d->peak_bytes : 0;
-}
-
-/* ---- reading values ----------------------------------------------------------------------------- */
-
-static const pval *at(const pickle_doc *d, pickle_ref v)
-{
-    return d && !IS_IMM(v) && v > 0 && v < d->nv && d->v[v].t != PK_INVALID ? &d->v[v] : NULL;
-}
-
-pickle_ref pickle_root(const pickle_doc *d) { return d ? d->root : 0; }
-
-int pickle_permanent(const pickle_doc *d, pickle_ref v)
-{
-    const pval *p = at(d, v);
-    return p && p->perm;
-}
-
-pickle_type pickle_type_of(const pickle_doc *d, pickle_ref v)
-{
-    if (d && IS_IMM(v))
-        return PK_INT;
-    const pval *p = at(d, v);
-    return p ? (pickle_type)p->t : PK_INVALID;
-}
-
-size_t pickle_len(const pickle_doc *d, pickle_ref v)
-{
-    const pval *p = at(d, v);
-    return p && (p->t == PK_LIST || p->t == PK_DICT || p->t == PK_STR || p->t == PK_BYTES) ? p->n : 0;
-}
-
-pickle_ref pickle_item(const pickle_doc *d, pickle_ref list, size_t i)
-{
-    const pval *p = at(d, list);
-    return p && p->t == PK_LIST && i < p->n ? p->u.k[i] : 0;
-}
-
-pickle_ref pickle_dict_key(const pickle_doc *d, pickle_ref dict, size_t i)
-{
-    const pval *p = at(d, dict);
-    return p && p->t == PK_DICT && i < p->n ? p->u.k[2 * i] : 0;
-}
-
-pickle_ref pickle_dict_value(const pickle_doc *d, pickle_ref dict, size_t i)
-{
-    const pval *p = at(d, dict);
-    return p && p->t == PK_DICT && i < p->n ? p->u.k[2 * i + 1] : 0;
-}
-
-pickle_ref pickle_get(const pickle_doc *d, pickle_ref dict, const char *key)
-{
-    const pval *p = at(d, dict);
-    if (!p || p->t != PK_DICT)
-        return 0;
-    size_t kl = strlen(key);
-    /* The last of repeated keys wins, as it would in Python. setitem() already replaced repeats in a
-     * dict of fewer than 256 keys, so there the first match is the only one, and is looked for from
-     * the front (where the keys read most, "action", "filename", come in PyTorch's dumps). */
-    int fwd = p->n < 256;
-    for (size_t i = 0; i < p->n; i++) {
-        size_t j = fwd ? i : p->n - 1 - i;
-        pickle_ref kr = p->u.k[2 * j];
-        if (IS_IMM(kr))
-            continue;
-        const pval *k = &d->v[kr];
-        if (k->t == PK_STR && k->n == kl && k->u.s[0] == key[0] && memcmp(k->u.s, key, kl) == 0)
-            return p->u.k[2 * j + 1];
-    }
-    return 0;
-}
-
-const char *pickle_str(const pickle_doc *d, pickle_ref v)
-{
-    const pval *p = at(d, v);
-    return p && (p->t == PK_STR || p->t == PK_BYTES) ? p->u.s : NULL;
-}
-
-double pickle_num(const pickle_doc *d, pickle_ref v, double dflt)
-{
-    if (d && IS_IMM(v))
-        return (double)imm_value(v);
-    const pval *p = at(d, v);
-    if (!p)
-        return dflt;
-    if (p->t == PK_INT || p->t == PK_BOOL)
-        return (double)p->u.i;
-    if (p->t == PK_FLOAT)
-        return p->u.d;
-    return dflt;
-}
-
-/* ---- as a cJSON tree ---------------------------------------------------------------------------- */
-
-typedef struct {
-    pickle_doc *d;
-    size_t nodes, bytes, max_nodes, max_bytes;
-    unsigned max_depth;
-    oomscan_diag *diag;
-} tree_budget;
-
-static oomscan_status tree_charge(tree_budget *b, size_t extra)
-{
-    b->nodes++;
-    b->bytes += sizeof(cJSON) + extra;
-    if (b->nodes > b->max_nodes)
-        return diag_set(b->diag, OOMSCAN_ERR_LIMIT, NULL,
-                        "tree: more than the node limit of values (shared values are copied into the tree)");
-    if (b->bytes > b->max_bytes)
-        return diag_set(b->diag, OOMSCAN_ERR_LIMIT, NULL,
-                        "tree: more than the byte limit (shared values are copied into the tree)");
-    return OOMSCAN_OK;
-}
-
-/* A key that is not a string is written as its JSON text when it is small. */
-static char *key_text(tree_budget *b, pickle_ref key, unsigned depth, oomscan_status *st);
-static cJSON *tree(tree_budget *b, pickle_ref v, unsigned depth, oomscan_status *st);
-
-static cJSON *tree(tree_budget *b, pickle_ref v, unsigned depth, oomscan_status *st)
-{
-    if (IS_IMM(v)) {
-        cJSON *c = (*st = tree_charge(b, 0)) ? NULL : cJSON_CreateNumber((double)imm_value(v));
-        if (!c && !*st)
-            *st = diag_set(b->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-        return c;
-    }
-    pval *p = &b->d->v[v];
-    size_t extra = (p->t == PK_STR || p->t == PK_BYTES) ? (size_t)p->n + 1 : 0;
-    if ((*st = tree_charge(b, extra)))
-        return NULL;
-    cJSON *c = NULL;
-    switch (p->t) {
-    case PK_NONE:
-        c = cJSON_CreateNull();
-        break;
-    case PK_BOOL:
-        c = cJSON_CreateBool(p->u.i != 0);
-        break;
-    case PK_INT:
-        c = cJSON_CreateNumber((double)p->u.i);
-        break;
-    case PK_FLOAT:
-        c = cJSON_CreateNumber(p->u.d);
-        break;
-    case PK_STR:
-    case PK_BYTES:
-        c = cJSON_CreateString(p->u.s);
-        break;
-    case PK_LIST:
-    case PK_DICT:
-        if (depth >= b->max_depth) {
-            *st = diag_set(b->diag, OOMSCAN_ERR_LIMIT, NULL, "tree: values nested deeper than the limit");
-            return NULL;
-        }
-        if (p->onpath) {
-            *st = diag_set(b->diag, OOMSCAN_ERR_LIMIT, NULL,
-                           "tree: values nested deeper than the limit (a list or dict that contains itself)");
-            return NULL;
-        }
-        c = p->t == PK_LIST ? cJSON_CreateArray() : cJSON_CreateObject();
-        if (!c)
-            break;
-        b->d->v[v].onpath = 1;
-        for (uint32_t i = 0; i < b->d->v[v].n && !*st; i++) {
-            pval *q = &b->d->v[v]; /* re-read: nothing reallocates the arena here, but stay honest */
-            if (q->t == PK_LIST) {
-                cJSON *e = tree(b, q->u.k[i], depth + 1, st);
-                if (e)
-                    cJSON_AddItemToArray(c, e);
-            } else {
-                char *k = key_text(b, q->u.k[2 * i], depth + 1, st);
-                cJSON *e = k ? tree(b, q->u.k[2 * i + 1], depth + 1, st) : NULL;
-                if (e && !cJSON_AddItemToObject(c, k, e)) {
-                    cJSON_Delete(e);
-                    *st = diag_set(b->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-                }
-                free(k);
-            }
-        }
-        b->d->v[v].onpath = 0;
-        if (*st) {
-            cJSON_Delete(c);
-            return NULL;
-        }
-        return c;
-    default:
-        break;
-    }
-    if (!c)
-        *st = diag_set(b->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-    return c;
-}
-
-/* Nodes in v, or -1 once more than `budget` (a walk that stops early, so it costs at most budget). */
-static int small_key_nodes(const pickle_doc *d, pickle_ref v, int budget, unsigned depth)
-{
-    if (IS_IMM(v))
-        return 1;
-    const pval *p = &d->v[v];
-    if ((p->t == PK_STR || p->t == PK_BYTES) && p->n > 256)
-        return -1;
-    if (p->t != PK_LIST && p->t != PK_DICT)
-        return 1;
-    if (depth > 8)
-        return -1;
-    int n = 1;
-    size_t k = (size_t)p->n * (p->t == PK_DICT ? 2 : 1);
-    for (size_t i = 0; i < k; i++) {
-        int m = small_key_nodes(d, p->u.k[i], budget - n, depth + 1);
-        if (m < 0 || (n += m) > budget)
-            return -1;
-    }
-    return n;
-}
-
-static char *key_text(tree_budget *b, pickle_ref key, unsigned depth, oomscan_status *st)
-{
-    const pval *p = IS_IMM(key) ? NULL : &b->d->v[key];
-    char *s = NULL;
-    if (p && (p->t == PK_STR || p->t == PK_BYTES)) {
-        s = strdup(p->u.s);
-    } else if (small_key_nodes(b->d, key, 64, 0) < 0) {
-        /* a container printed as a key grows with every level a dict keyed by such keys adds: a few
-         * DUPs of a 139-byte pickle asked for gigabytes (fuzz_pickle); real dumps key by str or int */
-        s = strdup(p && p->t == PK_LIST ? "<tuple>" : "<dict>");
-    } else {
-        tree_budget kb = *b;
-        cJSON *t = tree(&kb, key, depth, st);
-        if (!t)
-            return NULL;
-        s = cJSON_PrintUnformatted(t);
-        cJSON_Delete(t);
-    }
-    if (!s)
-        *st = diag_set(b->diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-    else if ((*st = tree_charge(b, strlen(s) + 1))) {
-        free(s);
-        s = NULL;
-    }
-    return s;
-}
-
-oomscan_status pickle_to_json(const pickle_doc *d, pickle_ref v, const pickle_limits *lim, uint64_t input,
-                              cJSON **out, oomscan_diag *diag)
-{
-    *out = NULL;
-    const pickle_limits *l = lim ? lim : &pickle_default_limits;
-    if (!at(d, v))
-        return diag_set(diag, OOMSCAN_ERR_FORMAT, NULL, "no value");
-    uint64_t bound = ((uint64_t)64 << 20) + 8 * input;
-    tree_budget b = {.d = (pickle_doc *)d, /* only the onpath marks change, and are restored */
-                     .max_nodes = l->max_nodes,
-                     .max_bytes = bound < l->max_bytes ? (size_t)bound : l->max_bytes,
-                     .max_depth = l->max_depth,
-                     .diag = diag};
-    oomscan_status st = OOMSCAN_OK;
-    *out = tree(&b, v, 0, &st);
-    return *out ? OOMSCAN_OK : st;
-}
-
-oomscan_status pickle_decode(const unsigned char *p, size_t n, const pickle_limits *lim, cJSON **out,
-                             oomscan_diag *diag)
-{
-    pickle_doc *d = NULL;
-    *out = NULL;
-    oomscan_status st = pickle_parse_mem(p, n, lim, &d, diag);
-    if (st)
-        return st;
-    st = pickle_to_json(d, pickle_root(d), lim, n, out, diag);
-    pickle_doc_free(d);
-    return st;
 }
 
 int pickle_sniff(const unsigned char *p, size_t n)
