@@ -197,6 +197,9 @@ typedef struct {
     uint32_t *slot; /* id + 1, 0 empty */
     size_t nslot;
     frame_kinds kinds; /* python_frame's memory of each shared frame */
+    uint32_t *fsite;   /* the site of a shared Python frame by its ref (id + 1, 0 unknown): a site is
+                        * then found without hashing and comparing its name and file at each event */
+    size_t nfsite;
     /* stacks without a Python frame, by a hash of their frames' text: their site needs the machinery
      * test of every frame, which a long trace would otherwise pay at every allocation */
     uint64_t *ckey;
@@ -273,6 +276,22 @@ static uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
 {
     pickle_ref f = python_frame(d, frames, &t->kinds);
     uint32_t *cached = NULL;
+    if (f && f < t->nfsite && t->fsite[f])
+        return t->fsite[f] - 1;
+    if (f && pickle_permanent(d, f) && f < (1u << 28)) {
+        if (f >= t->nfsite) {
+            size_t n = t->nfsite ? t->nfsite : 4096;
+            while (n <= f)
+                n *= 2;
+            uint32_t *g = realloc(t->fsite, n * sizeof *g);
+            if (!g)
+                return UINT32_MAX;
+            memset(g + t->nfsite, 0, (n - t->nfsite) * sizeof *g);
+            t->fsite = g;
+            t->nfsite = n;
+        }
+        cached = &t->fsite[f];
+    }
     if (!f && pickle_len(d, frames)) {
         if (!(cached = cache_slot(t, frames_hash(d, frames))))
             return UINT32_MAX;
@@ -359,6 +378,7 @@ static void site_table_clear(site_table *t)
     free(t->ckey);
     free(t->cval);
     free(t->kinds.c);
+    free(t->fsite);
     memset(t, 0, sizeof *t);
 }
 
@@ -402,7 +422,18 @@ typedef struct {
     cJSON *oom_frames;
 } dev_trace;
 
+/* The event keys and actions met so far, by their refs (permanent ones only: a shared string the
+ * memo keeps names the same text to the end), so that an event's keys are known without comparing
+ * text: the same few strings are every event's. */
+#define SNAP_KNOWN 16
+typedef struct {
+    pickle_ref ref[SNAP_KNOWN];
+    uint8_t what[SNAP_KNOWN];
+    int n;
+} known_strs;
+
 struct memsnap_trace {
+    known_strs keys, actions;
     site_table sites;
     dev_trace dev[SNAP_DEVICES];
     int ndev;
@@ -520,6 +551,45 @@ static int bytes_copy(site_bytes *dst, const site_bytes *src)
 
 static int64_t bytes_at(const site_bytes *b, size_t site) { return site < b->n ? b->v[site] : 0; }
 
+enum { K_ACTION, K_ADDR, K_SIZE, K_FRAMES, K_FREE, K_COUNT, K_OTHER = K_COUNT };
+enum { A_NONE, A_ALLOC, A_FREE, A_SNAPSHOT, A_OOM, A_OTHER };
+
+static int key_code(const char *k)
+{
+    return !k                              ? K_OTHER
+           : strcmp(k, "action") == 0      ? K_ACTION
+           : strcmp(k, "addr") == 0        ? K_ADDR
+           : strcmp(k, "size") == 0        ? K_SIZE
+           : strcmp(k, "frames") == 0      ? K_FRAMES
+           : strcmp(k, "device_free") == 0 ? K_FREE
+                                           : K_OTHER;
+}
+
+static int action_code(const char *a)
+{
+    return !a                                                            ? A_NONE
+           : strcmp(a, "alloc") == 0                                     ? A_ALLOC
+           : strcmp(a, "free_completed") == 0 || strcmp(a, "free") == 0 ? A_FREE
+           : strcmp(a, "snapshot") == 0                                  ? A_SNAPSHOT
+           : strcmp(a, "oom") == 0                                       ? A_OOM
+                                                                         : A_OTHER;
+}
+
+/* code(the text of str) for a str or bytes ref (code(NULL) for any other), remembered by its ref
+ * when the ref is permanent. */
+static int known(known_strs *ks, const pickle_doc *d, pickle_ref str, int (*code)(const char *))
+{
+    for (int i = 0; i < ks->n; i++)
+        if (ks->ref[i] == str)
+            return ks->what[i];
+    int c = code(pickle_str(d, str));
+    if (ks->n < SNAP_KNOWN && pickle_permanent(d, str)) {
+        ks->ref[ks->n] = str;
+        ks->what[ks->n++] = (uint8_t)c;
+    }
+    return c;
+}
+
 int memsnap_trace_item(void *ud, const pickle_doc *d, size_t device, pickle_ref ev)
 {
     memsnap_trace *t = ud;
@@ -528,17 +598,25 @@ int memsnap_trace_item(void *ud, const pickle_doc *d, size_t device, pickle_ref 
     if ((int)device >= t->ndev)
         t->ndev = (int)device + 1;
     dev_trace *v = &t->dev[device];
-    const char *action = pickle_str(d, pickle_get(d, ev, "action"));
-    if (!action)
+    /* the event's keys in one pass (a look-up for each was a twentieth of a long trace's reading);
+     * the last of a repeated key wins, as pickle_get's would */
+    pickle_ref r[K_COUNT] = {0};
+    for (size_t i = 0, n = pickle_len(d, ev); i < n; i++) {
+        int k = known(&t->keys, d, pickle_dict_key(d, ev, i), key_code);
+        if (k != K_OTHER)
+            r[k] = pickle_dict_value(d, ev, i);
+    }
+    int act = known(&t->actions, d, r[K_ACTION], action_code);
+    if (act == A_NONE)
         return 0;
     v->events++;
     /* a hostile trace's numbers may be negative, huge or not numbers: kept in range before any cast */
-    double fa = pickle_num(d, pickle_get(d, ev, "addr"), 0), fs = pickle_num(d, pickle_get(d, ev, "size"), 0);
+    double fa = pickle_num(d, r[K_ADDR], 0), fs = pickle_num(d, r[K_SIZE], 0);
     uint64_t addr = fa > 0 && fa < 1.8e19 ? (uint64_t)fa : 0;
     int64_t size = fs > 0 && fs < 9.2e18 ? (int64_t)fs : 0;
     int bad = 0;
-    if (strcmp(action, "alloc") == 0 && size > 0) {
-        uint32_t s = site_of(&t->sites, d, pickle_get(d, ev, "frames"));
+    if (act == A_ALLOC && size > 0) {
+        uint32_t s = site_of(&t->sites, d, r[K_FRAMES]);
         live_e old;
         if (s == UINT32_MAX)
             bad = 1;
@@ -553,29 +631,29 @@ int memsnap_trace_item(void *ud, const pickle_doc *d, size_t device, pickle_ref 
                 v->peak_event = v->events;
             }
         }
-    } else if (strcmp(action, "free_completed") == 0 || strcmp(action, "free") == 0) {
+    } else if (act == A_FREE) {
         live_e old;
         if (live_take(&v->live, addr, &old) == 0) {
             v->total -= old.size;
             bad = bytes_add(&v->now, old.site, -old.size);
         }
-    } else if (strcmp(action, "snapshot") == 0) {
+    } else if (act == A_SNAPSHOT) {
         v->has_base = 1;
         v->base_event = v->events;
         v->base_total = v->total;
         bad = bytes_copy(&v->base, &v->now);
-    } else if (strcmp(action, "oom") == 0) {
+    } else if (act == A_OOM) {
         v->has_oom = 1;
         v->oom_event = v->events;
         v->oom_size = (double)size;
-        v->oom_free = pickle_num(d, pickle_get(d, ev, "device_free"), -1);
+        v->oom_free = pickle_num(d, r[K_FREE], -1);
         v->oom_total = v->total;
         v->oom_peak = v->peak;
         v->oom_peak_event = v->peak_event;
         v->oom_has_base = v->has_base;
         v->oom_base_event = v->base_event;
         v->oom_base_total = v->has_base ? v->base_total : 0;
-        pickle_ref fr = pickle_get(d, ev, "frames");
+        pickle_ref fr = r[K_FRAMES];
         v->oom_site = site_of(&t->sites, d, fr);
         cJSON_Delete(v->oom_frames);
         v->oom_frames = frames_json(d, fr, 0);
