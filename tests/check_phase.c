@@ -767,6 +767,67 @@ START_TEST(test_phase_traceback_outranks_a_marker_of_the_same_failure)
 }
 END_TEST
 
+/* sgl-project/sglang#5491 (fixtures/heldout6/illegal_memory_access-sglang-5491.log): FlashInfer's CUDA
+ * check prints the error, then the scheduler logs its traceback: the error comes before its stack */
+#define SGLANG_5491_ERR                                                                                             \
+    "CUDA Error: an illegal memory access was encountered (CUDA Error: 700an illegal memory access was "             \
+    "encountered)  (/opt/conda/lib/python3.10/site-packages/flashinfer/data/include/flashinfer/attention/"           \
+    "prefill.cuh700: line ) 2349/opt/conda/lib/python3.10\n"                                                         \
+    " at function cudaLaunchKernel((void*)kernel, nblks, nthrs, args, smem_size, stream)\n"
+#define SGLANG_5491_TB                                                                                              \
+    "[2025-04-22 15:12:46 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"                    \
+    "  File \"/opt/conda/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py\", line 2011, in "           \
+    "run_scheduler_process\n"                                                                                        \
+    "    scheduler.event_loop_normal()\n"                                                                            \
+    "  File \"/opt/conda/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py\", line 1367, in run_batch\n" \
+    "    ) = self.draft_worker.forward_batch_speculative_generation(batch)\n"
+
+static run_out follow_run(const char *text)
+{
+    static const char pats[] =
+        "{\"format\":\"oomscan-patterns/1\",\"family\":\"test\",\"patterns\":["
+        "{\"id\":\"illegal_memory_access.test\",\"class\":\"illegal_memory_access\","
+        "\"literals\":[\"an illegal memory access\"],\"regex\":\"an illegal memory access was encountered\"}]}";
+    static const char phases[] =
+        "{\"format\":\"oomscan-phases/1\",\"frames\":[{\"func\":\"run_batch\",\"phase\":\"rollout\"}],"
+        "\"weak_frames\":[{\"path\":\"/sglang/srt/\",\"phase\":\"rollout\"}],\"markers\":[]}";
+    pdb *db = pdb_new();
+    ck_assert_ptr_nonnull(db);
+    oomscan_diag d = {0};
+    ck_assert_int_eq(pdb_load_text(db, "test.json", pats, sizeof pats - 1, &d), OOMSCAN_OK);
+    ck_assert_msg(pdb_load_text(db, "phases.json", phases, sizeof phases - 1, &d) == OOMSCAN_OK, "%s", d.msg);
+    ck_assert_msg(pdb_compile(db, &d) == OOMSCAN_OK, "%s: %s", d.where, d.msg);
+    return scan_text(db, text, strlen(text), 0, 0);
+}
+
+START_TEST(test_phase_traceback_after_the_message_names_its_phase)
+{
+    /* the whole traceback: its innermost ruled frame (run_batch) decides, strong, though the outer
+     * frame had given a weak answer first */
+    run_out o = follow_run(SGLANG_5491_ERR SGLANG_5491_TB);
+    const finding *f = only(&o, CLS_ILLEGAL_MEMORY_ACCESS);
+    ck_assert_int_eq(f->phase, PH_ROLLOUT);
+    ck_assert_int_eq(f->phase_weak, 0);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "run_batch"));
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "printed after the failure"));
+    done(&o);
+    /* cut after the outer frame: only the weak path rule speaks */
+    const char *cut = strstr(SGLANG_5491_ERR SGLANG_5491_TB, "    scheduler.event_loop_normal()");
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%.*s", (int)(cut - (SGLANG_5491_ERR SGLANG_5491_TB)), SGLANG_5491_ERR SGLANG_5491_TB);
+    o = follow_run(buf);
+    f = only(&o, CLS_ILLEGAL_MEMORY_ACCESS);
+    ck_assert_int_eq(f->phase, PH_ROLLOUT);
+    ck_assert_int_eq(f->phase_weak, 1);
+    done(&o);
+    /* a traceback that starts four lines on (a chained exception's, another failure's) is not its own */
+    o = follow_run(SGLANG_5491_ERR "\n\nDuring handling of the above exception, another exception occurred:\n"
+                   SGLANG_5491_TB);
+    ck_assert_int_eq(only(&o, CLS_ILLEGAL_MEMORY_ACCESS)->phase, PH_UNKNOWN);
+    done(&o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("phase");
@@ -790,6 +851,7 @@ int main(void)
     tcase_add_test(tc, test_phase_lexicon_under_the_rules_and_strongest_last);
     tcase_add_test(tc, test_phase_lexicon_reads_ray_task_methods);
     tcase_add_test(tc, test_phase_traceback_outranks_a_marker_of_the_same_failure);
+    tcase_add_test(tc, test_phase_traceback_after_the_message_names_its_phase);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -803,10 +803,10 @@ static int log_phase_of(void *ud, long i, tax_phase *phase, int *weak, const cJS
     event_log *l = ud;
     return l->next->phase_of(l->next->ud, i, phase, weak, memory);
 }
-static int log_set_phase(void *ud, long i, tax_phase phase, int weak, const char *evidence, int framework)
+static int log_set_phase(void *ud, long i, tax_phase phase, const char *evidence, int framework, unsigned flags)
 {
     event_log *l = ud;
-    return l->next->set_phase(l->next->ud, i, phase, weak, evidence, framework);
+    return l->next->set_phase(l->next->ud, i, phase, evidence, framework, flags);
 }
 static struct config_store **log_settings(void *ud, const char *job)
 {
@@ -1072,9 +1072,9 @@ static int rec_phase_of(void *ud, long i, tax_phase *phase, int *weak, const cJS
     return 0;
 }
 
-static int rec_set_phase(void *ud, long i, tax_phase phase, int weak, const char *evidence, int framework)
+static int rec_set_phase(void *ud, long i, tax_phase phase, const char *evidence, int framework, unsigned flags)
 {
-    (void)i, (void)phase, (void)weak, (void)evidence, (void)framework;
+    (void)i, (void)phase, (void)evidence, (void)framework, (void)flags;
     ((rec_sink *)ud)->set_phase_calls++;
     return 0;
 }

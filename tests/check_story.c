@@ -219,6 +219,76 @@ START_TEST(test_story_kill_phase_not_from_the_launcher)
 }
 END_TEST
 
+/* A finding with a phase, weak or strong, added to `s` (phase evidence as the scanner words it). */
+static void add_phased(story *s, size_t input, const ev_spec *e, tax_phase phase, int weak, const char *why)
+{
+    story_event ev = {.pattern = e->p, .phase = phase, .phase_weak = weak, .phase_evidence = why,
+                      .framework = -1, .match = e->text, .match_len = strlen(e->text), .evidence = e->text,
+                      .evidence_len = strlen(e->text), .input = input, .path = e->path, .line = e->line,
+                      .rank = e->rank, .job_id = e->job ? e->job : "", .merge_into = -1};
+    ck_assert_int_ge(story_add(s, &ev), 0);
+}
+
+#define SETUP_TIMEOUT_TEXT "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST"
+#define INIT_ERR_TEXT "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317"
+
+START_TEST(test_story_weak_phase_gives_way_to_the_jobs_strong_one)
+{
+    /* Rank 0's watchdog timeout has nothing but its class to go on (communication, weak); rank 1's
+     * NCCL error came through its init_model frame (model_init, strong) in the same job: the
+     * timeout's phase is start-up, strong, and its evidence names where that was read. */
+    story *s = story_new();
+    ck_assert_ptr_nonnull(s);
+    ev_spec t = {&P_TIMEOUT, SETUP_TIMEOUT_TEXT, "job/rank0.log", 10, "77"};
+    ev_spec e = {&P_GLOO, INIT_ERR_TEXT, "job/rank1.log", 30, "77"};
+    add_phased(s, 0, &t, PH_COMMUNICATION, 1, "weak: a nccl_timeout with nothing else pointing to a phase");
+    add_phased(s, 1, &e, PH_MODEL_INIT, 0, "traceback frame init_model in fsdp_workers.py (line 29)");
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    const finding *f = find(s, &P_TIMEOUT, NULL);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    ck_assert_int_eq(f->phase_weak, 0);
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, "init_model"));
+    ck_assert_ptr_nonnull(strstr(f->phase_evidence, find(s, &P_GLOO, NULL)->id));
+    /* story_finish again (a stream re-tells the story): the same answer, not evidence nested twice */
+    char *was = strdup(f->phase_evidence);
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    f = find(s, &P_TIMEOUT, NULL);
+    ck_assert_int_eq(f->phase, PH_MODEL_INIT);
+    ck_assert_str_eq(f->phase_evidence, was);
+    free(was);
+    story_free(s);
+}
+END_TEST
+
+START_TEST(test_story_weak_phase_stays_when_the_job_disagrees)
+{
+    /* two strong readings in the job that disagree (start-up on rank 1, backward on rank 2), neither
+     * of them the timeout's cause: the weak phase stays; so does a job's weak phase beside another
+     * job's strong one */
+    story *s = story_new();
+    ck_assert_ptr_nonnull(s);
+    ev_spec t = {&P_TIMEOUT, SETUP_TIMEOUT_TEXT, "job/rank0.log", 10, "77"};
+    ev_spec e = {&P_GLOO, INIT_ERR_TEXT, "job/rank1.log", 30, "77"};
+    ev_spec c = {&P_SEGV, "Fatal Python error: Segmentation fault", "job/rank2.log", 5, "77"};
+    ev_spec other = {&P_TIMEOUT, TIMEOUT_TEXT, "other/rank0.log", 10, "78"};
+    ev_spec o2 = {&P_GLOO, INIT_ERR_TEXT, "other/rank1.log", 12, "79"};
+    add_phased(s, 0, &t, PH_COMMUNICATION, 1, "weak: a nccl_timeout with nothing else pointing to a phase");
+    add_phased(s, 1, &e, PH_MODEL_INIT, 0, "traceback frame init_model in fsdp_workers.py (line 29)");
+    add_phased(s, 2, &c, PH_BACKWARD, 0, "traceback frame loss.backward( in train.py (line 3)");
+    add_phased(s, 3, &other, PH_COMMUNICATION, 1, "weak: a nccl_timeout with nothing else pointing to a phase");
+    add_phased(s, 4, &o2, PH_MODEL_INIT, 0, "traceback frame init_model in fsdp_workers.py (line 29)");
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    const finding *f = find(s, &P_TIMEOUT, "job/rank0.log");
+    ck_assert_int_lt(f->caused_by, 0); /* the timeout comes first: the crash and the error follow it */
+    ck_assert_int_eq(f->phase, PH_COMMUNICATION);
+    ck_assert_int_eq(f->phase_weak, 1);
+    f = find(s, &P_TIMEOUT, "other/rank0.log");
+    ck_assert_int_eq(f->phase, PH_COMMUNICATION);
+    ck_assert_int_eq(f->phase_weak, 1);
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_jobs_never_share_a_cause)
 {
     /* slurm-1001.out ran out of memory; slurm-1002.out, another job, timed out on its own */
@@ -701,6 +771,8 @@ int main(void)
     tcase_add_test(tc, test_story_runs_without_ids_stay_apart);
     tcase_add_test(tc, test_story_attempts_never_cause_each_other);
     tcase_add_test(tc, test_story_kill_phase_not_from_the_launcher);
+    tcase_add_test(tc, test_story_weak_phase_gives_way_to_the_jobs_strong_one);
+    tcase_add_test(tc, test_story_weak_phase_stays_when_the_job_disagrees);
     tcase_add_test(tc, test_story_cause_independent_of_input_order);
     tcase_add_test(tc, test_story_no_consequence_of_a_later_line);
     tcase_add_test(tc, test_story_order_unknown_across_sources_is_said);

@@ -1011,8 +1011,8 @@ int memsnap_finish(struct dumps_acc *acc, const pdb *db, story *st)
             char *text = dumps_strf("%sCUDA memory snapshot: out of memory on device 0 trying to allocate 1 bytes\n", tb);
             if (tmp && text && dumps_finish_scan(db, text, path, member, 0, "memory_snapshot", NULL, NULL, tmp, &idx) == 0 &&
                 idx >= 0 && tmp->f[idx].phase != PH_UNKNOWN)
-                rc |= story_set_phase(st, target, tmp->f[idx].phase, tmp->f[idx].phase_weak, tmp->f[idx].phase_evidence,
-                                      tmp->f[idx].framework);
+                rc |= story_set_phase(st, target, tmp->f[idx].phase, tmp->f[idx].phase_evidence, tmp->f[idx].framework,
+                                      tmp->f[idx].phase_weak ? SINK_PHASE_WEAK : 0);
             free(text);
             story_free(tmp);
         }

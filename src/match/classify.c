@@ -25,6 +25,7 @@ typedef struct {
     uint64_t line;
     long finding;
     int from_frames; /* the finding's phase came from its own traceback (else a marker or nothing) */
+    uint64_t follow_tb; /* the header line of the traceback printed after it whose answer it holds, 0 none */
 } burst;
 
 struct classifier {
@@ -379,8 +380,43 @@ static oomscan_status late_phase(classifier *c, const char *key)
     const cJSON *mem;
     if (last && c->sink.phase_of(c->sink.ud, last->finding, &ph, &weak, &mem) == 0 && (ph == PH_UNKNOWN || weak) &&
         phase_late(c->ps, key, last->line, &ans) &&
-        c->sink.set_phase(c->sink.ud, last->finding, ans.phase, ans.weak, ans.evidence, ans.framework) != 0)
+        c->sink.set_phase(c->sink.ud, last->finding, ans.phase, ans.evidence, ans.framework,
+                          SINK_PHASE_FRAMES | (ans.weak ? SINK_PHASE_WEAK : 0)) != 0)
         return OOMSCAN_ERR_NOMEM;
+    return OOMSCAN_OK;
+}
+
+/* A traceback printed just after its failure (phase_following): its frames so far name the phase of
+ * the failure above it, the stream's own last failure first, else the last failure of any stream a line
+ * or two above (vLLM's worker prefix on the traceback, the rank's on the allocator's line). The answer
+ * replaces one this traceback gave before (inner frames refine it), else only none or a weak one. */
+static oomscan_status following_phase(classifier *c, const char *key)
+{
+    burst *own = NULL, *any = NULL;
+    for (size_t i = 0; i < c->n_bursts; i++) {
+        burst *b = &c->bursts[i];
+        if (strcmp(b->key, key) == 0 && (!own || b->line > own->line))
+            own = b;
+        if (!any || b->line > any->line)
+            any = b;
+    }
+    phase_answer ans;
+    uint64_t tb = 0;
+    burst *last = own && phase_following(c->ps, key, own->line, &ans, &tb) ? own
+                  : any && any != own && phase_following(c->ps, key, any->line, &ans, &tb) ? any
+                                                                                           : NULL;
+    tax_phase ph;
+    int weak;
+    const cJSON *mem;
+    if (!last || c->sink.phase_of(c->sink.ud, last->finding, &ph, &weak, &mem) != 0)
+        return OOMSCAN_OK;
+    int mine = last->follow_tb == tb;
+    if (!(mine || ph == PH_UNKNOWN || (weak && !ans.weak)))
+        return OOMSCAN_OK; /* (its own answer is given again: an inner frame of the same tier is closer) */
+    unsigned flags = SINK_PHASE_FRAMES | (ans.weak ? SINK_PHASE_WEAK : 0) | (mine ? SINK_PHASE_REPLACE : 0);
+    if (c->sink.set_phase(c->sink.ud, last->finding, ans.phase, ans.evidence, ans.framework, flags) != 0)
+        return OOMSCAN_ERR_NOMEM;
+    last->follow_tb = tb;
     return OOMSCAN_OK;
 }
 
@@ -418,7 +454,7 @@ static oomscan_status late_marker(classifier *c, const line_info *li, size_t mi)
     char ev[256];
     snprintf(ev, sizeof ev, "\"%s\"%s, %llu line(s) after the failure", mk->literal,
              in_row ? " in the row of the killed task" : "", (unsigned long long)(li->line - last->line));
-    return c->sink.set_phase(c->sink.ud, last->finding, (tax_phase)mk->phase, 0, ev, mk->framework) != 0
+    return c->sink.set_phase(c->sink.ud, last->finding, (tax_phase)mk->phase, ev, mk->framework, 0) != 0
                ? OOMSCAN_ERR_NOMEM
                : OOMSCAN_OK;
 }
@@ -451,7 +487,7 @@ static oomscan_status dispatch(classifier *c, const scan_view *v, const line_inf
                 break;
             case LIT_FRAME:
                 handle_frame(c, v, li);
-                if (late_phase(c, li->key))
+                if (late_phase(c, li->key) || following_phase(c, li->key))
                     st = OOMSCAN_ERR_NOMEM;
                 break;
             case LIT_MARKER:
@@ -679,6 +715,8 @@ static void burst_note(classifier *c, int cls, const char *key, uint64_t line, l
     c->bursts[slot].line = line;
     c->bursts[slot].finding = fi;
     c->bursts[slot].from_frames = from_frames || kept;
+    if (!kept)
+        c->bursts[slot].follow_tb = 0;
 }
 
 #define RECORD_SPAN (64u << 10) /* bytes a record (a traceback, a wrapped message) is looked back through */

@@ -42,6 +42,10 @@ typedef struct {
 
 struct config_store;
 
+#define SINK_PHASE_WEAK 1u
+#define SINK_PHASE_REPLACE 2u
+#define SINK_PHASE_FRAMES 4u /* read from the failure's own stack: a job's other findings never overrule it */
+
 typedef struct {
     void *ud;
     /* Add one failure line: the index of the finding it landed in, -1 if dropped (cap or out of memory). */
@@ -49,9 +53,11 @@ typedef struct {
     /* Finding i's phase so far, whether that is weak, and its values (may be NULL): 0, or -1 when
      * there is no finding i. */
     int (*phase_of)(void *ud, long i, tax_phase *phase, int *weak, const cJSON **memory);
-    /* A phase found after finding i was added (its faulthandler stack, a late marker), weak when `weak`
-     * (a later, stronger answer may still replace it): 0, -1 out of memory. */
-    int (*set_phase)(void *ud, long i, tax_phase phase, int weak, const char *evidence, int framework);
+    /* A phase found after finding i was added (its faulthandler stack, a late marker, the traceback printed
+     * after it): 0, -1 out of memory. `flags`: SINK_PHASE_WEAK gives it as weak; SINK_PHASE_REPLACE
+     * replaces even a strong phase (the caller's own earlier answer, which inner frames have refined);
+     * SINK_PHASE_FRAMES says it was read from the failure's own stack. */
+    int (*set_phase)(void *ud, long i, tax_phase phase, const char *evidence, int framework, unsigned flags);
     /* The settings store of `job` ("" when the source names none) for the settings and versions the
      * log prints (config.h, version.h); NULL out of memory. */
     struct config_store **(*settings)(void *ud, const char *job);

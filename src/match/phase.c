@@ -14,6 +14,10 @@
  * thread may come after the other threads' blocks: its header this many lines after the failure is
  * still the failure's own stack. */
 #define LATE_REACH 100
+/* A traceback whose header comes this many lines after a failure is that failure's, printed after its
+ * message (vLLM's "WorkerProc hit an exception." between them; no more: the header of a chained
+ * exception's traceback, after "During handling of the above exception...", is four lines on). */
+#define FOLLOW_REACH 3
 /* A weak marker (NCCL communicator set-up) speaks for a failure only this many lines after it. */
 #define WEAK_MARKER_REACH 40
 
@@ -523,6 +527,26 @@ int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, ph
     out->evidence[6 + n] = '\0';
     out->weak = 1;
     return 1;
+}
+
+int phase_following(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out,
+                    uint64_t *tb_line)
+{
+    memset(out, 0, sizeof *out);
+    out->phase = PH_UNKNOWN;
+    out->framework = -1;
+    const tb_slot *s = slot_for((phase_state *)ps, key, 0);
+    if (!s || s->first || s->n == 0 || s->tb_line <= failure_line || s->tb_line - failure_line > FOLLOW_REACH)
+        return 0;
+    *tb_line = s->tb_line;
+    if (decide_frames(ps, s, 0, T_STRONG_END, ", in the traceback printed after the failure", out))
+        return 1;
+    if (decide_frames(ps, s, 0, T__COUNT, ", in the traceback printed after the failure (weak: the only clue)", out)) {
+        out->weak = 1;
+        return 1;
+    }
+    out->framework = -1;
+    return 0;
 }
 
 int phase_framework(const phase_state *ps)

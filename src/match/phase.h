@@ -93,6 +93,16 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
  * far name a phase, else 0. The caller gives it only to a failure that has no phase, or a weak one. */
 int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out);
 
+/* A Python traceback printed just after its failure (vLLM logs "... hit an exception." or the error
+ * itself, then the traceback; an engine logs the message before the stack): the phase its frames name
+ * so far, for the failure at `failure_line`, when the header of the traceback last started on stream
+ * `key` is at most a few lines after that failure. Read as a traceback above a failure is (the strong
+ * tiers, then the weak ones, out->weak telling which), so the answer may change as inner frames come:
+ * the caller replaces the answer it gave before, known by *tb_line (the traceback's header line).
+ * 1 and `out` filled when the frames name a phase, else 0. */
+int phase_following(const phase_state *ps, const char *key, uint64_t failure_line, phase_answer *out,
+                    uint64_t *tb_line);
+
 /* The framework with the strongest evidence in everything fed so far (FW_UNKNOWN if none), and the
  * per-framework vote counts (FW__COUNT entries) for merging inputs. */
 int phase_framework(const phase_state *ps);

@@ -404,9 +404,9 @@ static int sink_phase_of(void *ud, long i, tax_phase *phase, int *weak, const cJ
     return 0;
 }
 
-static int sink_set_phase(void *ud, long i, tax_phase phase, int weak, const char *evidence, int framework)
+static int sink_set_phase(void *ud, long i, tax_phase phase, const char *evidence, int framework, unsigned flags)
 {
-    return story_set_phase(ud, i, phase, weak, evidence, framework);
+    return story_set_phase(ud, i, phase, evidence, framework, flags);
 }
 
 static struct config_store **sink_settings(void *ud, const char *job) { return story_job_settings(ud, job); }
@@ -417,12 +417,13 @@ const scan_sink *story_sink(story *s)
     return &s->sink;
 }
 
-int story_set_phase(story *s, long idx, tax_phase phase, int weak, const char *evidence, int framework)
+int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework, unsigned flags)
 {
-    if (idx < 0 || (size_t)idx >= s->n || (s->f[idx].phase != PH_UNKNOWN && !s->f[idx].phase_weak) ||
-        phase == PH_UNKNOWN)
+    if (idx < 0 || (size_t)idx >= s->n || phase == PH_UNKNOWN ||
+        (s->f[idx].phase != PH_UNKNOWN && !s->f[idx].phase_weak && !(flags & SINK_PHASE_REPLACE)))
         return 0;
-    story_event ev = {.phase = phase, .phase_weak = weak, .phase_evidence = evidence, .framework = framework};
+    story_event ev = {.phase = phase, .phase_evidence = evidence, .framework = framework,
+                      .phase_weak = (flags & SINK_PHASE_WEAK) != 0, .phase_from_frames = (flags & SINK_PHASE_FRAMES) != 0};
     if (index_sync(s) != 0)
         return -1;
     index_remove(s, idx);

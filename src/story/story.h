@@ -25,11 +25,12 @@ long story_add(story *s, const story_event *ev);
  * story_set_phase, settings is story_job_settings. Owned by the story, valid while it lives. */
 const scan_sink *story_sink(story *s);
 
-/* Evidence printed after a finding (its faulthandler stack) names the phase its lines did not: give
- * finding `idx` that phase (weak when `weak`), evidence and (if it has none) framework, as set_phase does
- * for a burst. Nothing changes when the finding already has a phase, unless that one is weak. Returns 0,
+/* Evidence printed after a finding (its faulthandler stack, the traceback after its message) names the
+ * phase its lines did not: give finding `idx` that phase, evidence and (if it has none) framework, as
+ * set_phase does for a burst; weak with SINK_PHASE_WEAK (match/event.h). Nothing changes when the
+ * finding already has a phase, unless that one is weak or `flags` holds SINK_PHASE_REPLACE. Returns 0,
  * -1 out of memory. */
-int story_set_phase(story *s, long idx, tax_phase phase, int weak, const char *evidence, int framework);
+int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, int framework, unsigned flags);
 
 /* Move every finding of `src` into `dst` (findings with the same group merge). `src` is left empty.
  * Call in input order: first/last locations keep that order. Returns 0, -1 out of memory. */

@@ -330,6 +330,64 @@ static long failed_worker(const story *s, long head, long i)
     return best;
 }
 
+/* Whether finding g's strong phase may speak for the weak one of f in the same job: its own reading
+ * (not one it was given), not a launcher's summary (that has the phase of the console it is printed in,
+ * see join()), and not from another torchrun attempt (a restart starts afresh). */
+static int phase_donor(const finding *f, const finding *g)
+{
+    return g != f && g->joined_into < 0 && g->phase != PH_UNKNOWN && !g->phase_weak && !g->phase_from_job &&
+           strcmp(finding_kind(g), "launcher") != 0 && !(f->attempt >= 0 && g->attempt >= 0 && f->attempt != g->attempt);
+}
+
+/* The first finding of the job (from head) whose strong phase may speak for f, when every such finding
+ * names the same phase; -1 when none does or two disagree. */
+static long agreed_donor(const story *s, long head, const finding *f)
+{
+    long donor = -1;
+    for (long j = head; j >= 0; j = s->f[j].job_next) {
+        if (!phase_donor(f, &s->f[j]))
+            continue;
+        if (donor < 0)
+            donor = j;
+        else if (s->f[j].phase != s->f[donor].phase)
+            return -1; /* the job's strong readings disagree */
+    }
+    return donor;
+}
+
+/* A weak phase gives way to a stronger one anywhere in the job (taxonomy.md, "How sure"): a NCCL
+ * timeout read as communication for want of anything else takes the start-up phase another rank's
+ * init_model frame names. The donor is the finding's own cause when that one's phase is strong; else
+ * the strong phase every other finding of the job agrees on (two that disagree leave it weak: a wrong
+ * phase is worse than a weak one). The group, and so the id, stays the one the finding was read with. */
+static void reconcile_phases(story *s, long head)
+{
+    for (long i = head; i >= 0; i = s->f[i].job_next) {
+        finding *f = &s->f[i];
+        /* a weak reading of the failure's own stack (a native abort's faulthandler frames) is what this
+         * rank was doing; the job's other findings, its echoes among them, tell only what theirs were */
+        if (f->joined_into >= 0 || f->phase == PH_UNKNOWN || !f->phase_weak || f->phase_from_job || f->phase_from_frames)
+            continue;
+        long donor = f->caused_by >= 0 && phase_donor(f, &s->f[f->caused_by]) ? f->caused_by : agreed_donor(s, head, f);
+        if (donor < 0)
+            continue;
+        const finding *g = &s->f[donor];
+        char ev[320];
+        snprintf(ev, sizeof ev, "%s, in finding %s of the same job (this failure's own reading was weak: %s)",
+                 g->phase_evidence ? g->phase_evidence : tax_phase_human(g->phase), g->id,
+                 f->phase_evidence ? f->phase_evidence : tax_phase_human(f->phase));
+        char *dup = strdup(ev);
+        if (!dup)
+            continue; /* out of memory: the weak phase stays, nothing is lost */
+        free(f->phase_evidence);
+        f->phase_evidence = dup;
+        f->phase = g->phase;
+        f->phase_weak = 0;
+        f->phase_from_job = 1;
+        f->version++;
+    }
+}
+
 /* A finding follows from the earliest finding of a lower echo level (in the same job) that is not
  * after it. */
 static void elect_causes(story *s, long head)
@@ -494,6 +552,7 @@ int story_finish(story *s, const char *job_id)
         if (s->f[i].job_head == (long)i) {
             join_windows(s, (long)i);
             elect_causes(s, (long)i);
+            reconcile_phases(s, (long)i);
         }
     rc = 0;
 out:

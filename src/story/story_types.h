@@ -51,6 +51,8 @@ typedef struct {
     char *phase_evidence;
     int phase_weak; /* phase_confidence "weak" (one inference step away), else "strong"; 0 when unknown */
     int phase_from_frames; /* the phase was read from the failure's own traceback, not a marker */
+    int phase_from_job; /* story_finish replaced a weak phase with another finding's strong one (the
+                         * job-wide reading, taxonomy.md): never itself a donor, so a re-run is the same */
     int framework; /* from the failure's own traceback/engine, -1 if none */
     int echo;
     char *group;   /* pattern id + masked matched text: what makes two lines the same failure */
