@@ -523,6 +523,21 @@ START_TEST(test_advice_memory_trend_orders_the_checklist)
         ck_assert_msg(!strcmp(jstr(st, "id"), "allocator_fragmentation"), "case %zu: %s", i, jstr(st, "id"));
         if (!cases[i].allocator_first)
             ck_assert_str_eq(jstr(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "conclusion"), "memory_trend");
+        /* the leak's own steps (patterns/remediation/steps.json, only_when memory_leak): first with a
+         * climb, named by the trend; absent without one */
+        int leak_steps = 0;
+        const cJSON *s1;
+        cJSON_ArrayForEach(s1, steps) leak_steps += !strncmp(jstr(s1, "id"), "leak_", 5);
+        if (cases[i].allocator_first) {
+            ck_assert_int_eq(leak_steps, 0);
+        } else {
+            ck_assert_int_eq(leak_steps, 2);
+            ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 0), "id"), "leak_kept_tensors");
+            ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 1), "id"), "leak_memory_history");
+            ck_assert_str_eq(
+                jstr(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(steps, 0), "first_because"), "conclusion"),
+                "memory_trend");
+        }
         advice_free(a);
         scan_done(&r);
     }
