@@ -544,6 +544,30 @@ START_TEST(test_advice_memory_trend_orders_the_checklist)
 }
 END_TEST
 
+/* A host leak (host_used climbing; numbers written here, the Ray line real: see remedy_lines.h): the
+ * host checklist starts with the leak's own steps, then the allocator that keeps resident memory
+ * growing (better_malloc, first_when memory_leak). */
+START_TEST(test_advice_host_leak_puts_leak_steps_then_malloc_first)
+{
+    run_out r = scan_text(embedded(), LINE_RAY, strlen(LINE_RAY), 0, 0);
+    ck_assert_uint_ge(r.st->n, 1);
+    finding *f = &r.st->f[0];
+    if (!f->memory)
+        f->memory = cJSON_CreateObject();
+    cJSON_AddItemToObject(f->memory, "trend",
+                          cJSON_Parse("{\"metric\":\"host_used\",\"unit\":\"bytes\",\"points\":[[1,1e11],[2,1.5e11],"
+                                      "[3,2e11],[4,2.5e11]],\"slope_per_step\":5e10,\"verdict\":\"growth\",\"from_step\":1,"
+                                      "\"to_step\":4,\"first_bytes\":1e11,\"last_bytes\":2.5e11,\"last_steady_bytes\":2e11}"));
+    advice *a = advice_resolve(r.db, f, FW_VERL, NULL, "");
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(a->remediation, "steps");
+    ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 0), "id"), "leak_kept_tensors");
+    ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 1), "id"), "leak_memory_history");
+    ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 2), "id"), "better_malloc");
+    advice_free(a);
+    scan_done(&r);
+}
+END_TEST
+
 /* The job's settings are the job's (issue 11): each job's store hangs off the story's job, merging two
  * inputs keeps them apart, a job sees its own and those of inputs naming no job, never another job's;
  * a finding of no job sees every job's, as when one store held them all. */
@@ -741,6 +765,7 @@ int main(void)
     tcase_add_test(tc, test_advice_versions_from_banners);
     tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);
     tcase_add_test(tc, test_advice_memory_trend_orders_the_checklist);
+    tcase_add_test(tc, test_advice_host_leak_puts_leak_steps_then_malloc_first);
     tcase_add_test(tc, test_advice_reads_the_jobs_own_settings);
     tcase_add_test(tc, test_advice_unnamed_settings_not_lent_across_jobs);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);
