@@ -523,9 +523,48 @@ START_TEST(test_advice_memory_trend_orders_the_checklist)
         ck_assert_msg(!strcmp(jstr(st, "id"), "allocator_fragmentation"), "case %zu: %s", i, jstr(st, "id"));
         if (!cases[i].allocator_first)
             ck_assert_str_eq(jstr(cJSON_GetObjectItemCaseSensitive(st, "premise_refuted"), "conclusion"), "memory_trend");
+        /* the leak's own steps (patterns/remediation/steps.json, only_when memory_leak): first with a
+         * climb, named by the trend; absent without one */
+        int leak_steps = 0;
+        const cJSON *s1;
+        cJSON_ArrayForEach(s1, steps) leak_steps += !strncmp(jstr(s1, "id"), "leak_", 5);
+        if (cases[i].allocator_first) {
+            ck_assert_int_eq(leak_steps, 0);
+        } else {
+            ck_assert_int_eq(leak_steps, 2);
+            ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 0), "id"), "leak_kept_tensors");
+            ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 1), "id"), "leak_memory_history");
+            ck_assert_str_eq(
+                jstr(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(steps, 0), "first_because"), "conclusion"),
+                "memory_trend");
+        }
         advice_free(a);
         scan_done(&r);
     }
+}
+END_TEST
+
+/* A host leak (host_used climbing; numbers written here, the Ray line real: see remedy_lines.h): the
+ * host checklist starts with the leak's own steps, then the allocator that keeps resident memory
+ * growing (better_malloc, first_when memory_leak). */
+START_TEST(test_advice_host_leak_puts_leak_steps_then_malloc_first)
+{
+    run_out r = scan_text(embedded(), LINE_RAY, strlen(LINE_RAY), 0, 0);
+    ck_assert_uint_ge(r.st->n, 1);
+    finding *f = &r.st->f[0];
+    if (!f->memory)
+        f->memory = cJSON_CreateObject();
+    cJSON_AddItemToObject(f->memory, "trend",
+                          cJSON_Parse("{\"metric\":\"host_used\",\"unit\":\"bytes\",\"points\":[[1,1e11],[2,1.5e11],"
+                                      "[3,2e11],[4,2.5e11]],\"slope_per_step\":5e10,\"verdict\":\"growth\",\"from_step\":1,"
+                                      "\"to_step\":4,\"first_bytes\":1e11,\"last_bytes\":2.5e11,\"last_steady_bytes\":2e11}"));
+    advice *a = advice_resolve(r.db, f, FW_VERL, NULL, "");
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(a->remediation, "steps");
+    ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 0), "id"), "leak_kept_tensors");
+    ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 1), "id"), "leak_memory_history");
+    ck_assert_str_eq(jstr(cJSON_GetArrayItem(steps, 2), "id"), "better_malloc");
+    advice_free(a);
+    scan_done(&r);
 }
 END_TEST
 
@@ -726,6 +765,7 @@ int main(void)
     tcase_add_test(tc, test_advice_versions_from_banners);
     tcase_add_test(tc, test_advice_measured_fragmentation_orders_allocator_step);
     tcase_add_test(tc, test_advice_memory_trend_orders_the_checklist);
+    tcase_add_test(tc, test_advice_host_leak_puts_leak_steps_then_malloc_first);
     tcase_add_test(tc, test_advice_reads_the_jobs_own_settings);
     tcase_add_test(tc, test_advice_unnamed_settings_not_lent_across_jobs);
     tcase_add_test(tc, test_advice_fixture_steps_agree_with_their_diagnosis);

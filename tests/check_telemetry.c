@@ -129,6 +129,74 @@ START_TEST(test_telemetry_a_climb_is_growth_with_its_slope)
 }
 END_TEST
 
+/* slime: no stored thread of ours prints these lines, so they are spelled as the framework's own code
+ * writes them (slime/utils/memory_utils.py, print_memory's f-string and the dict available_memory()
+ * returns; report_peak_memory's f-string), with the figures of a test, not of a job. */
+static void slime_usage(char *buf, size_t cap, int rank, double alloc, double reserved, double host)
+{
+    snprintf(buf, cap,
+             "[Rank %d] Memory-Usage after train: {'gpu': '0', 'total_GB': 79.19, 'free_GB': 10.5, 'used_GB': 68.69, "
+             "'allocated_GB': %.2f, 'reserved_GB': %.2f, 'host_total_GB': 2015.56, 'host_available_GB': 1500.2, "
+             "'host_used_GB': %.2f, 'host_free_GB': 400.1}",
+             rank, alloc, reserved, host);
+}
+
+START_TEST(test_telemetry_reads_slime_lines)
+{
+    char line[512];
+    telemetry_sample s[8];
+    slime_usage(line, sizeof line, 3, 41.25, 60.5, 306.75);
+    size_t n = telemetry_parse(line, strlen(line), s, 8);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_double_eq_tol(find(s, n, "gpu_allocated")->bytes, 41.25 * GiB, 1);
+    ck_assert_double_eq_tol(find(s, n, "gpu_reserved")->bytes, 60.5 * GiB, 1);
+    ck_assert_double_eq_tol(find(s, n, "host_used")->bytes, 306.75 * GiB, 1);
+    ck_assert_str_eq(s[0].rank, "3");
+    ck_assert(s[0].x < 0); /* no step stated */
+    const char peak[] = "[Rank 0] Peak-Memory train: max_allocated_GB=52.75, max_reserved_GB=70.0";
+    n = telemetry_parse(peak, strlen(peak), s, 8);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_double_eq_tol(find(s, n, "gpu_max_allocated")->bytes, 52.75 * GiB, 1);
+    ck_assert_double_eq_tol(find(s, n, "gpu_max_reserved")->bytes, 70.0 * GiB, 1);
+    /* nvidia-smi's table says Memory-Usage too: not slime's line */
+    const char smi[] = "| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |";
+    ck_assert_uint_eq(telemetry_parse(smi, strlen(smi), s, 8), 0);
+}
+END_TEST
+
+START_TEST(test_telemetry_slime_leak_is_growth_and_spike_is_flat)
+{
+    /* host memory 6.5 GiB more at each print_memory: a leak; the GPU's allocated flat at 41 GiB */
+    config_store *st = NULL;
+    char line[512];
+    for (int i = 0; i < 10; i++) {
+        slime_usage(line, sizeof line, 0, 41.0, 60.0, 306.0 + 6.5 * i);
+        ck_assert_int_eq(telemetry_capture(&st, line, strlen(line), "5", "", "slime.log", (uint64_t)i + 1), 0);
+    }
+    /* the peak of each train step steady at 52 GiB, then 78 at the failing one: a spike */
+    for (int i = 0; i < 6; i++) {
+        char peak[128];
+        snprintf(peak, sizeof peak, "[Rank 0] Peak-Memory train: max_allocated_GB=%.2f, max_reserved_GB=70.0",
+                 i < 5 ? 52.0 : 78.0);
+        ck_assert_int_eq(telemetry_capture(&st, peak, strlen(peak), "5", "", "slime.log", (uint64_t)i + 20), 0);
+    }
+    config_view v = config_view_of(st);
+    cJSON *t = telemetry_trend(&v, "5", "0", 1);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "metric")), "host_used");
+    ck_assert_str_eq(verdict(t), "growth");
+    ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "slope_per_step")), 6.5 * GiB, 2);
+    cJSON_Delete(t);
+    t = telemetry_trend(&v, "5", "0", 0);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "metric")), "gpu_max_allocated");
+    ck_assert_str_eq(verdict(t), "flat");
+    ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "last_steady_bytes")), 52.0 * GiB, 1);
+    cJSON_Delete(t);
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_telemetry_series_never_mix_jobs_or_ranks)
 {
     /* two jobs' DeepSpeed lines into one store: each job's trend has its own points only */
@@ -201,6 +269,8 @@ int main(void)
     tcase_add_test(tc, test_telemetry_a_climb_is_growth_with_its_slope);
     tcase_add_test(tc, test_telemetry_series_never_mix_jobs_or_ranks);
     tcase_add_test(tc, test_telemetry_a_source_is_gathered_then_written_once);
+    tcase_add_test(tc, test_telemetry_reads_slime_lines);
+    tcase_add_test(tc, test_telemetry_slime_leak_is_growth_and_spike_is_flat);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

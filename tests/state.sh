@@ -106,4 +106,15 @@ lines=$(wc -l < all.ndjson)
 good=$(grep -c '^{"id":"[0-9a-f]\{16\}",.*}$' all.ndjson)
 [ "$lines" = "$good" ] && ok || bad "interleaved or broken records in the concurrent output"
 
+# 5. The job's memory series survive a re-run (issue 32): DeepSpeed's see_memory_usage lines (a real
+# log, deepspeedai/DeepSpeed#3606) read by run 1, the same lines again and a real CUDA OOM appended and
+# read by run 2 alone; the OOM's trend has all four points (run 2 alone has two: no trend at all).
+d=$src/fixtures/clean/deepspeed-see-memory-usage-deepspeed-3606.log
+cat "$d" > tel.log
+"$oomscan" --format ndjson --state s9 tel.log > tel1.ndjson 2>&1
+cat "$d" "$g/nccl-error-after-oom.log" >> tel.log
+"$oomscan" --format ndjson --state s9 tel.log > tel2.ndjson 2>&1
+grep -q '"trend":{"metric":"gpu_max_allocated",[^}]*"from_step":1,"to_step":4,' tel2.ndjson && ok ||
+  bad "the re-run's trend lost run 1's points: $(grep -o '"trend":{[^}]*}' tel2.ndjson | head -1)"
+
 finish state

@@ -212,12 +212,17 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
         return NULL;
     }
     int i = 0;
-    const cJSON *st;
+    const cJSON *st, *c1;
     cJSON_ArrayForEach(st, all)
     {
+        /* a step for one cause only (the leak steps): listed when a conclusion supports that cause */
+        const cJSON *only = cJSON_GetObjectItemCaseSensitive(st, "only_when");
+        if (only && conclusion_on(db, diag, only, "supports", &c1) < 0)
+            continue;
         order[i] = place(db, st, i, fwname, fw, diag);
         i++;
     }
+    n = i;
     qsort(order, (size_t)n, sizeof *order, by_place);
     for (i = 0; i < n; i++) {
         cJSON *s = step_json(db, order[i].step, fwname, diag, cfg, job);

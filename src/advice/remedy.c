@@ -49,6 +49,15 @@ int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
     cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "steps"))
     {
         w(&m, "## %d. %s\n\n", ++n, json_str(st, "do") ? json_str(st, "do") : "(step)");
+        const cJSON *only = cJSON_GetObjectItemCaseSensitive(st, "only_when");
+        if (cJSON_GetArraySize(only) > 0) {
+            /* a step listed for one cause only (advice.c): the page says when it appears */
+            w(&m, "Listed only when the diagnosis supports:");
+            const cJSON *o;
+            cJSON_ArrayForEach(o, only) if (cJSON_IsString(o)) w(&m, " `%s`", o->valuestring);
+            w(&m, " (`memory_leak`: the job's own memory telemetry climbed before the failure, "
+                  "`memory_trend` with verdict `growth`); first then.\n\n");
+        }
         if (json_str(st, "why"))
             w(&m, "Why: %s\n\n", json_str(st, "why"));
         if (json_str(st, "tradeoff"))

@@ -319,9 +319,11 @@ int pdb_regexes_from_blob(pdb *db, const unsigned char *blob, size_t len) { retu
 /* The traceback markers are fixed by Python's own output, not by the data files. */
 const char PDB_TRACEBACK_LITERAL[] = "Traceback (most recent call last)";
 const char PDB_FRAME_LITERAL[] = "File \"";
-/* verl's step metrics, DeepSpeed's see_memory_usage, Megatron's report_memory (match/telemetry.h) */
+/* verl's step metrics, DeepSpeed's see_memory_usage, Megatron's report_memory, slime's print_memory and
+ * report_peak_memory (match/telemetry.h) */
 const char *const PDB_TELEMETRY_LITERALS[] = {"perf/max_memory_allocated_gb:", "perf/cpu_memory_used_gb:", "Max_MA ",
-                                              "CPU Virtual Memory:", "memory (MB) | allocated:", NULL};
+                                              "CPU Virtual Memory:", "memory (MB) | allocated:",
+                                              "Memory-Usage ", "Peak-Memory ", NULL};
 /* faulthandler's stack headers ("Stack (...)", "Current thread 0x... (...)"); a LIT_TRACEBACK target
  * with index 1. c10's C++ stacks share the words; phase_stack_header tells them apart. */
 const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";

@@ -111,6 +111,24 @@ size_t telemetry_parse(const char *s, size_t n, telemetry_sample *out, size_t ma
         double used = num_after(s, n, "used");
         return add(out, max, k, "host_used", -1, used < 0 ? -1 : used * GiB, rank);
     }
+    if (memmem(s, n, "Memory-Usage ", 13) && memmem(s, n, "'allocated_GB':", 15)) {
+        /* slime print_memory: "[Rank R] Memory-Usage MSG: {'gpu': '0', 'total_GB': X, 'free_GB': X,
+         * 'used_GB': X, 'allocated_GB': X, 'reserved_GB': X, 'host_total_GB': X, ..., 'host_used_GB': X,
+         * ...}" (slime/utils/memory_utils.py: round(n / 1024**3, 2), so GiB). No step: in order. */
+        double a = num_after(s, n, "'allocated_GB'"), r = num_after(s, n, "'reserved_GB'"),
+               h = num_after(s, n, "'host_used_GB'");
+        k = add(out, max, k, "gpu_allocated", -1, a < 0 ? -1 : a * GiB, rank);
+        k = add(out, max, k, "gpu_reserved", -1, r < 0 ? -1 : r * GiB, rank);
+        k = add(out, max, k, "host_used", -1, h < 0 ? -1 : h * GiB, rank);
+        return k;
+    }
+    if (memmem(s, n, "Peak-Memory ", 12) && memmem(s, n, "max_allocated_GB=", 17)) {
+        /* slime report_peak_memory: "[Rank R] Peak-Memory PHASE: max_allocated_GB=X, max_reserved_GB=X" */
+        double a = num_after(s, n, "max_allocated_GB"), r = num_after(s, n, "max_reserved_GB");
+        k = add(out, max, k, "gpu_max_allocated", -1, a < 0 ? -1 : a * GiB, rank);
+        k = add(out, max, k, "gpu_max_reserved", -1, r < 0 ? -1 : r * GiB, rank);
+        return k;
+    }
     if (memmem(s, n, "memory (MB) | allocated:", 24)) {
         /* Megatron report_memory: "[Rank R] (after N iterations) memory (MB) | allocated: X | max allocated: X |
          * reserved: X | max reserved: X" */

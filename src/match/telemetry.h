@@ -1,6 +1,6 @@
 /* telemetry.h - the memory figures a training job prints about itself, read as series.
  *
- * Lines of three stacks are read, each found by a literal through the scanner's prefilter
+ * Lines of four stacks are read, each found by a literal through the scanner's prefilter
  * (PDB_TELEMETRY_LITERALS, LIT_TELEMETRY targets: a log without them costs nothing more):
  *   verl      "step:N - ... - perf/max_memory_allocated_gb:X - perf/max_memory_reserved_gb:X -
  *             perf/cpu_memory_used_gb:X ..." (verl's workers: torch.cuda.max_memory_allocated() /
@@ -9,6 +9,9 @@
  *             "CPU Virtual Memory:  used = X GB, percent = P%" (deepspeed/runtime/utils.py: / 1024**3)
  *   Megatron  "[Rank R] (after N iterations) memory (MB) | allocated: X | max allocated: X |
  *             reserved: X | max reserved: X" (megatron/training/utils.py report_memory: / 1024**2)
+ *   slime     "[Rank R] Memory-Usage MSG: {'gpu': ..., 'allocated_GB': X, 'reserved_GB': X, ...,
+ *             'host_used_GB': X, ...}" and "[Rank R] Peak-Memory PHASE: max_allocated_GB=X,
+ *             max_reserved_GB=X" (slime/utils/memory_utils.py print_memory, report_peak_memory: GiB)
  * A line gives samples: a metric, the step it states (verl's step, Megatron's iterations; DeepSpeed
  * states none, so its lines are numbered in order), a value in bytes, and the rank when the line says.
  *

@@ -594,6 +594,7 @@ static void check_checklist(checker *c, const pdb_checklist *cl)
         const char *sid = cJSON_IsString(id) ? id->valuestring : "(step without id)";
         check_premises(c, cl, sid, cJSON_GetObjectItemCaseSensitive(st, "premise"), "refutes");
         check_premises(c, cl, sid, cJSON_GetObjectItemCaseSensitive(st, "first_when"), "supports");
+        check_premises(c, cl, sid, cJSON_GetObjectItemCaseSensitive(st, "only_when"), "supports");
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(st, "do")))
             problem(c, cl->file, cl->id, "step %s has no \"do\"", sid);
         const cJSON *src = cJSON_GetObjectItemCaseSensitive(st, "source");

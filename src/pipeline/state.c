@@ -27,6 +27,7 @@
 #include "dumps/dumps.h"
 #include "emit/safe.h"
 #include "input/input.h"
+#include "match/config.h"
 #include "pipeline/ndjson.h"
 #include "pipeline/record.h"
 #include "pipeline/session.h"
@@ -342,6 +343,52 @@ static int input_continues(const cJSON *rec, const char *path, state_input *in)
     return ok;
 }
 
+/* The memory series each job printed (match/telemetry.h: settings entries "telemetry/..." of the
+ * job's store), kept in the state so that a re-run reading only new bytes continues them: the trend of
+ * a failure in those bytes has the points printed before them. Only a run that resumes every input
+ * takes them back (a run that reads everything again would count the old points twice). */
+static cJSON *telemetry_json(const story *st)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t j = 0; arr && j < st->n_settings; j++) {
+        const config_store *cs = st->settings[j];
+        for (size_t i = 0; cs && i < cs->n; i++) {
+            const config_entry *e = &cs->e[i];
+            if (strncmp(e->path, "telemetry/", 10) != 0)
+                continue;
+            cJSON *o = cJSON_CreateObject();
+            if (!o)
+                break;
+            cJSON_AddStringToObject(o, "job", st->settings_job[j]);
+            cJSON_AddStringToObject(o, "series", e->path);
+            cJSON_AddStringToObject(o, "points", e->value);
+            cJSON_AddStringToObject(o, "file", e->file ? e->file : "");
+            cJSON_AddNumberToObject(o, "line", (double)e->line);
+            cJSON_AddItemToArray(arr, o);
+        }
+    }
+    return arr;
+}
+
+/* The series of arr into story st (those read from input `path` only, when it is not NULL: a resumed
+ * input continues its own series). 0, -1 out of memory; entries that are not series are passed over. */
+static int restore_telemetry(story *st, const cJSON *arr, const char *path)
+{
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr)
+    {
+        const char *job = json_str(o, "job"), *series = json_str(o, "series"), *points = json_str(o, "points");
+        const char *file = json_str(o, "file");
+        if (!job || !series || !points || strncmp(series, "telemetry/", 10) != 0 || strlen(job) >= 32 ||
+            (path && (!file || strcmp(file, path) != 0)))
+            continue;
+        config_store **cs = story_job_settings(st, job);
+        if (!cs || config_put(cs, series, points, job, file ? file : "", u64_of(o, "line")) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 oomscan_status state_plan(struct oomscan_scan *s)
 {
     oomscan_state *st = s->state;
@@ -371,9 +418,11 @@ oomscan_status state_plan(struct oomscan_scan *s)
                 break;
             }
         }
-        if (resume)
+        if (resume) {
             record_scan_into(s, cJSON_GetObjectItemCaseSensitive(doc, "scan"));
-        else {
+            if (restore_telemetry(s->st, cJSON_GetObjectItemCaseSensitive(doc, "telemetry"), NULL) != 0)
+                return OOMSCAN_ERR_NOMEM;
+        } else {
             story_free(s->st);
             if (!(s->st = story_new()))
                 return OOMSCAN_ERR_NOMEM;
@@ -500,6 +549,9 @@ int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *p
         story_free(scratch);
         memcpy(before, phase_framework_votes(ps), sizeof before);
     }
+    if (!st && in->mode == MODE_RESUME && end > start && s->state->doc &&
+        restore_telemetry(u->st, cJSON_GetObjectItemCaseSensitive(s->state->doc, "telemetry"), u->path) != 0)
+        st = OOMSCAN_ERR_NOMEM; /* the input's own series, continued by its new lines */
     if (!st && end > start) {
         src.base_offset = start;
         src.base_line = line0;
@@ -584,6 +636,7 @@ static cJSON *state_json(oomscan_state *st, oomscan_scan *s)
         cJSON_AddItemToArray(inputs, o);
     }
     cJSON_AddItemToObject(doc, "scan", record_scan_json(s));
+    cJSON_AddItemToObject(doc, "telemetry", telemetry_json(s->st));
     cJSON *story_arr = cJSON_AddArrayToObject(doc, "story");
     for (size_t i = 0; story_arr && i < s->st->n; i++)
         cJSON_AddItemToArray(story_arr, record_json(s, i, 0)); /* merge needs no advice */
