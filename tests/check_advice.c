@@ -582,6 +582,19 @@ START_TEST(test_advice_unnamed_settings_not_lent_across_jobs)
             ck_assert_msg(e && strcmp(e->value, "8") == 0, "one job: the script beside it is its own");
         else
             ck_assert_msg(!e, "two jobs: job 2 was lent a script nothing ties to it");
+        /* withheld, the user is told which file and how to tie it to the job: --job-id 2 */
+        advice *a = advice_resolve(embedded(), &s->f[0], FW_PYTORCH, &v, "2");
+        ck_assert_ptr_nonnull(a);
+        char *d = a->diagnosis ? cJSON_PrintUnformatted(a->diagnosis) : strdup("");
+        if (jobs == 1) {
+            ck_assert_msg(!strstr(d, "settings_withheld"), "one job: nothing withheld, no hint: %s", d);
+        } else {
+            HAS(d, "settings_withheld");
+            HAS(d, "healthy.sbatch");
+            HAS(d, "--job-id 2");
+        }
+        free(d);
+        advice_free(a);
         story_free(s);
     }
 }

@@ -48,8 +48,8 @@ long story_find(story *s, const char *group, const char *job_id, const char *ray
 struct config_store **story_job_settings(story *s, const char *job);
 
 /* What advice reads for a finding of `job`, into *out (borrowed from the story): that job's settings,
- * and those of inputs naming no job when the scan holds no other job (story_finish counts them); a
- * finding of no job sees every job's. */
+ * and those of inputs naming no job when the scan holds no other job (story_finish counts them; with
+ * several, they are out->withheld, for the hint only); a finding of no job sees every job's. */
 void story_settings_view(const story *s, const char *job, struct config_view *out);
 
 /* The folder of the run a source belongs to, guessed from its name alone (docs/taxonomy.md, "Runs"):
