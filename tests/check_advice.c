@@ -624,6 +624,18 @@ START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
     /* and the step is not first any more */
     const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"), 0);
     ck_assert_str_ne(jstr(first, "id"), "fewer_loader_workers");
+    /* and its setting does not ask to lower a count that is 0 ("lower num_workers (now 0)", issue 31) */
+    const cJSON *step;
+    int seen = 0;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"))
+    {
+        if (strcmp(jstr(step, "id"), "fewer_loader_workers") != 0)
+            continue;
+        const cJSON *set = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(step, "settings"), 0);
+        ck_assert_str_eq(jstr(set, "text"), "num_workers is already 0 in this job: nothing to lower");
+        seen = 1;
+    }
+    ck_assert_int_eq(seen, 1);
     advice_free(a);
     scan_done(&r);
 }
