@@ -583,7 +583,8 @@ START_TEST(test_advice_unnamed_settings_not_lent_across_jobs)
         else
             ck_assert_msg(!e, "two jobs: job 2 was lent a script nothing ties to it");
         /* withheld, the user is told which file and how to tie it to the job: --job-id 2 */
-        advice *a = advice_resolve(embedded(), &s->f[0], FW_PYTORCH, &v, "2");
+        pdb *db = embedded();
+        advice *a = advice_resolve(db, &s->f[0], FW_PYTORCH, &v, "2");
         ck_assert_ptr_nonnull(a);
         char *d = a->diagnosis ? cJSON_PrintUnformatted(a->diagnosis) : strdup("");
         if (jobs == 1) {
@@ -595,6 +596,7 @@ START_TEST(test_advice_unnamed_settings_not_lent_across_jobs)
         }
         free(d);
         advice_free(a);
+        pdb_free(db);
         story_free(s);
     }
 }
