@@ -621,6 +621,21 @@ START_TEST(test_advice_unnamed_settings_not_lent_across_jobs)
             ck_assert_msg(e && strcmp(e->value, "8") == 0, "one job: the script beside it is its own");
         else
             ck_assert_msg(!e, "two jobs: job 2 was lent a script nothing ties to it");
+        /* withheld, the user is told which file and how to tie it to the job: --job-id 2 */
+        pdb *db = embedded();
+        advice *a = advice_resolve(db, &s->f[0], FW_PYTORCH, &v, "2");
+        ck_assert_ptr_nonnull(a);
+        char *d = a->diagnosis ? cJSON_PrintUnformatted(a->diagnosis) : strdup("");
+        if (jobs == 1) {
+            ck_assert_msg(!strstr(d, "settings_withheld"), "one job: nothing withheld, no hint: %s", d);
+        } else {
+            HAS(d, "settings_withheld");
+            HAS(d, "healthy.sbatch");
+            HAS(d, "--job-id 2");
+        }
+        free(d);
+        advice_free(a);
+        pdb_free(db);
         story_free(s);
     }
 }
@@ -650,6 +665,18 @@ START_TEST(test_advice_no_loader_workers_rules_out_fewer_workers)
     /* and the step is not first any more */
     const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"), 0);
     ck_assert_str_ne(jstr(first, "id"), "fewer_loader_workers");
+    /* and its setting does not ask to lower a count that is 0 ("lower num_workers (now 0)", issue 31) */
+    const cJSON *step;
+    int seen = 0;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(a->remediation, "steps"))
+    {
+        if (strcmp(jstr(step, "id"), "fewer_loader_workers") != 0)
+            continue;
+        const cJSON *set = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(step, "settings"), 0);
+        ck_assert_str_eq(jstr(set, "text"), "num_workers is already 0 in this job: nothing to lower");
+        seen = 1;
+    }
+    ck_assert_int_eq(seen, 1);
     advice_free(a);
     scan_done(&r);
 }

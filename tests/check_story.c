@@ -196,6 +196,38 @@ START_TEST(test_story_attempts_never_cause_each_other)
 }
 END_TEST
 
+/* torchrun --max_restarts 1 printed both attempts to one console, with only its failed-worker report
+ * between them (fixtures/realjobs/attempts_appended): the same failure in both attempts is two findings,
+ * and each attempt's echo follows its own attempt's failure. */
+START_TEST(test_story_attempts_appended_to_one_log)
+{
+    static pdb_pattern failed = {.id = "child_failed.torchelastic_failed_exitcode", .file = "torchelastic.json",
+                                 .cls = CLS_CHILD_FAILED, .engine = -1, .phase = -1, .echo = 1};
+    const char *gloo = "Connection closed by peer [127.0.0.1]:7599";
+    ev_spec evs[] = {
+        {&P_OOM, OOM_TEXT, "job/torchrun.out", 17, NULL, "1"},
+        {&P_GLOO, gloo, "job/torchrun.out", 30, NULL, "0"},
+        {&failed, "failed (exitcode: 1) local_rank: 1", "job/torchrun.out", 32},
+        {&P_OOM, OOM_TEXT, "job/torchrun.out", 40, NULL, "1"},
+        {&P_GLOO, gloo, "job/torchrun.out", 45, NULL, "0"},
+    };
+    story *s = story_new();
+    ck_assert_ptr_nonnull(s);
+    long idx[5];
+    for (size_t k = 0; k < 5; k++)
+        ck_assert_int_ge(idx[k] = add(s, 0, &evs[k]), 0);
+    ck_assert_int_eq(story_finish(s, ""), 0);
+    ck_assert_msg(idx[0] != idx[3] && idx[1] != idx[4], "two attempts' lines were grouped as one failure");
+    const finding *oom0 = &s->f[idx[0]], *oom1 = &s->f[idx[3]];
+    ck_assert_int_eq(oom0->attempt, 0);
+    ck_assert_int_eq(oom1->attempt, 1);
+    ck_assert_msg(oom0->is_root && oom1->is_root, "each attempt keeps its root");
+    ck_assert_int_eq(s->f[idx[1]].caused_by, idx[0]);
+    ck_assert_int_eq(s->f[idx[4]].caused_by, idx[3]);
+    story_free(s);
+}
+END_TEST
+
 START_TEST(test_story_kill_phase_not_from_the_launcher)
 {
     /* the kernel killed rank 0 (its line has no phase); torchrun's summary of the kill, printed under
@@ -788,6 +820,7 @@ int main(void)
     tcase_add_test(tc, test_story_gloo_echoes_follow_the_kill);
     tcase_add_test(tc, test_story_gloo_echo_follows_a_crash);
     tcase_add_test(tc, test_story_abort_after_a_full_disk_follows_it);
+    tcase_add_test(tc, test_story_attempts_appended_to_one_log);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

@@ -299,6 +299,21 @@ static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, c
             }
         }
     }
+    /* Settings of a source naming no job (a batch script beside several jobs' outputs) were held back:
+     * say which, and how the user ties them to this job (issue 31). The latest read names them. */
+    if (cfg && cfg->withheld && cfg->withheld->n && job && *job) {
+        const config_entry *e = &cfg->withheld->e[0];
+        for (size_t i = 1; i < cfg->withheld->n; i++)
+            if (cfg->withheld->e[i].seq > e->seq)
+                e = &cfg->withheld->e[i];
+        vars w = {0};
+        var(&w, "key", "%s", e->path);
+        var(&w, "value", "%s", e->value);
+        var(&w, "file", "%s", e->file);
+        var(&w, "at", "%s:%llu", e->file, (unsigned long long)e->line);
+        var(&w, "job", "%s", job);
+        conclude(db, arr, "settings_withheld", &w);
+    }
     /* "Fatal Python error: <signal name>" is the fault handler's own line (joined into the crash it
      * reports): it is on already. Other lines naming a signal say SIGABRT, or give its number (signo). */
     const cJSON *sig = cJSON_GetObjectItemCaseSensitive(f->memory, "signal");

@@ -122,8 +122,18 @@ void setting_text(const cJSON *set, char *buf, size_t cap)
             snprintf(buf, cap, "%s", line);
         return;
     }
-    if (example && !cur) {
-        snprintf(buf, cap, "%s", example);
+    /* a count already at 0 cannot be lowered: "lower num_workers (now 0)" told a job whose loader runs in
+     * the main process to use fewer workers (issue 31) */
+    if (cur && *cur && !strcmp(change, "decrease") && strspn(cur, "0") == strlen(cur)) {
+        snprintf(buf, cap, "%s is already %s in this job: nothing to lower", key, cur);
+        return;
+    }
+    /* the form the user types (DataLoader(..., num_workers=<fewer>)), with the job's value beside it */
+    if (example) {
+        if (cur)
+            snprintf(buf, cap, "%s  (now %s)", example, cur);
+        else
+            snprintf(buf, cap, "%s", example);
         return;
     }
     /* no value to write: the direction in words, with the job's value when the log showed it */

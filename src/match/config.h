@@ -58,6 +58,9 @@ typedef struct config_view {
     const config_store *own, *shared;
     const config_store *const *all;
     size_t n_all;
+    /* Settings of inputs naming no job held back from this job because the scan holds several jobs
+     * (story_settings_view): never read for a step, only named in the hint that --job-id ties them. */
+    const config_store *withheld;
 } config_view;
 
 /* A view of one store alone (tests, tools that read one log). */

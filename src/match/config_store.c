@@ -18,7 +18,7 @@ config_store *config_store_new(uint64_t *clock)
 
 config_view config_view_of(const config_store *st)
 {
-    config_view v = {st, NULL, NULL, 0};
+    config_view v = {st, NULL, NULL, 0, NULL};
     return v;
 }
 

@@ -70,6 +70,8 @@ void story_free(story *s)
     free(s->settings_job);
     free(s->sbucket);
     free(s->snext);
+    free(s->att_path);
+    free(s->att_member);
     free(s);
 }
 
@@ -436,10 +438,53 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
     return 0;
 }
 
+/* The attempt of a line of source path/member (story_types.h, att_*): torchrun's console holds every
+ * attempt of a job started with --max_restarts, one after the other, and Debian's torchrun 1.13 prints
+ * nothing between them but its report of the failed worker ("failed (exitcode: 1) local_rank: 1"): a
+ * worker's line after that report is the next attempt's (fixtures/realjobs/attempts_appended). The
+ * findings the source gave before its first such line are then attempt 0's. Returns the attempt, -1
+ * when the source holds one attempt so far. -1 as well out of memory (the attempts are then not split). */
+static int appended_attempt(story *s, const story_event *ev)
+{
+    const char *path = ev->path ? ev->path : "";
+    if (!s->att_path || strcmp(s->att_path, path) != 0 || !same_str(s->att_member, ev->member)) {
+        free(s->att_path);
+        free(s->att_member);
+        s->att_path = strdup(path);
+        s->att_member = ev->member ? strdup(ev->member) : NULL;
+        s->att_no = s->att_pending = s->att_split = 0;
+        if (!s->att_path || (ev->member && !s->att_member))
+            return -1;
+    }
+    int launcher = !ev->kind && strcmp(story_pattern_kind(ev->pattern), "launcher") == 0;
+    if (launcher) {
+        /* its summary (ChildFailedError, the box of exit codes) ends the job: a rank's line after it is
+         * the box's quote of that rank's traceback, not a new attempt */
+        s->att_pending = strstr(ev->pattern->id, "failed_exitcode") != NULL;
+    } else if (!launcher && !ev->kind && s->att_pending &&
+               ((ev->rank && *ev->rank) || (ev->local_rank && *ev->local_rank))) {
+        s->att_pending = 0;
+        s->att_no++;
+        if (!s->att_split)
+            for (size_t i = 0; i < s->n; i++)
+                if (s->f[i].appended_attempt == 0 && same_str(s->f[i].first.path, path) &&
+                    same_str(s->f[i].first.member, ev->member))
+                    s->f[i].appended_attempt = 1;
+        s->att_split = 1;
+    }
+    return s->att_split ? s->att_no : -1;
+}
+
 long story_add(story *s, const story_event *ev)
 {
     long idx = -1;
     char *group = NULL;
+    /* a line of a later attempt is another failure than the same line of an earlier one: its attempt
+     * (from its attempt_<n> folder, else from a log attempts appended to) enters the group */
+    int path_attempt = -1, attempt = appended_attempt(s, ev);
+    char run_buf[8];
+    story_run_folder(ev->path, ev->member, run_buf, sizeof run_buf, &path_attempt);
+    int group_attempt = path_attempt >= 0 ? path_attempt : attempt;
     if (ev->merge_into >= 0 && (size_t)ev->merge_into < s->n) {
         idx = ev->merge_into;
     } else {
@@ -457,10 +502,13 @@ long story_add(story *s, const story_event *ev)
             vp = cJSON_GetObjectItemCaseSensitive(ev->memory, "pid");
         if (cJSON_IsNumber(vp) && strcmp(story_pattern_kind(ev->pattern), "kernel") == 0)
             snprintf(victim, sizeof victim, "|pid=%.0f", vp->valuedouble);
-        size_t gl = strlen(ev->pattern->id) + strlen(masked) + sizeof victim + 48;
+        char att[24] = "";
+        if (group_attempt > 0)
+            snprintf(att, sizeof att, "|attempt=%d", group_attempt);
+        size_t gl = strlen(ev->pattern->id) + strlen(masked) + sizeof victim + sizeof att + 48;
         group = malloc(gl);
         if (group)
-            snprintf(group, gl, "%s|%s|%s%s", ev->pattern->id, tax_phase_name(ev->phase), masked, victim);
+            snprintf(group, gl, "%s|%s|%s%s%s", ev->pattern->id, tax_phase_name(ev->phase), masked, victim, att);
         free(masked);
         if (!group) {
             cJSON_Delete(ev->memory);
@@ -514,6 +562,7 @@ long story_add(story *s, const story_event *ev)
         snprintf(f->ray_job, sizeof f->ray_job, "%s", ev->ray_job ? ev->ray_job : "");
         f->memory = ev->memory ? ev->memory : cJSON_CreateObject();
         f->caused_by = -1;
+        f->appended_attempt = path_attempt < 0 && attempt >= 0 ? attempt + 1 : 0;
         f->joined_into = f->next_joined = f->first_joined = -1;
         f->job_head = f->job_next = -1;
         if (set_loc(&f->first, ev) || !f->memory) {

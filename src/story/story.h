@@ -18,7 +18,9 @@
 story *story_new(void);
 void story_free(story *s);
 
-/* Add one failure line. Returns the index of the finding it landed in, -1 if dropped (cap or OOM). */
+/* Add one failure line. Returns the index of the finding it landed in, -1 if dropped (cap or OOM). A line
+ * of a later attempt (its attempt_<n> folder, or a log attempts appended to: docs/taxonomy.md) lands in a
+ * finding of its own attempt. */
 long story_add(story *s, const story_event *ev);
 
 /* The sink a scan feeds this story through (match/event.h): add is story_add, set_phase is
@@ -47,8 +49,8 @@ long story_find(story *s, const char *group, const char *job_id, const char *ray
 struct config_store **story_job_settings(story *s, const char *job);
 
 /* What advice reads for a finding of `job`, into *out (borrowed from the story): that job's settings,
- * and those of inputs naming no job when the scan holds no other job (story_finish counts them); a
- * finding of no job sees every job's. */
+ * and those of inputs naming no job when the scan holds no other job (story_finish counts them; with
+ * several, they are out->withheld, for the hint only); a finding of no job sees every job's. */
 void story_settings_view(const story *s, const char *job, struct config_view *out);
 
 /* The folder of the run a source belongs to, guessed from its name alone (docs/taxonomy.md, "Runs"):
@@ -72,7 +74,8 @@ void story_run_folder(const char *path, const char *member, char *out, size_t ca
  *   carries a note that the order is unknown.
  * Findings of no job are split into runs (story_run_folder) when their sources lie in two run folders or
  * more, neither inside the other: each run is a job of its own for the story (its `run` says which), and
- * the run enters the id. Within a run, torchrun's attempts (attempt_<n>) never cause each other.
+ * the run enters the id. Within a run, torchrun's attempts (attempt_<n>, or the attempts appended to one
+ * console that story_add tells apart) never cause each other, and their windows are never joined.
  * A finding's cause is never in another job. Returns 0, -1 out of memory (roles are then left as the
  * last successful call made them, or all roots). */
 int story_finish(story *s, const char *job_id);

@@ -212,6 +212,8 @@ static int can_join(const finding *a, const finding *b, int any_pid)
     }
     if (a->rank[0] && b->rank[0] && strcmp(a->rank, b->rank) != 0)
         return 0;
+    if (a->attempt >= 0 && b->attempt >= 0 && a->attempt != b->attempt)
+        return 0; /* two attempts' failures are two failures, however alike */
     if (!any_pid && a->pid[0] && b->pid[0] && strcmp(a->pid, b->pid) != 0)
         return 0;
     if (hosts_differ(a->host, b->host))
@@ -320,6 +322,8 @@ static long failed_worker(const story *s, long head, long i)
         const cJSON *lr = cJSON_GetObjectItemCaseSensitive(g->memory, "local_rank");
         if (j == i || g->joined_into >= 0 || g->cls != CLS_CHILD_FAILED || !cJSON_IsNumber(lr))
             continue;
+        if (f->attempt >= 0 && g->attempt >= 0 && f->attempt != g->attempt)
+            continue; /* another attempt's worker */
         char named[24];
         snprintf(named, sizeof named, "%.0f", lr->valuedouble);
         if (strcmp(f->local_rank, named) == 0 || strcmp(f->rank, named) == 0)

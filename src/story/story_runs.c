@@ -106,6 +106,8 @@ int story_assign_runs(story *s)
             char tmp[8];
             story_run_folder(f->windows[k].path, f->windows[k].member, tmp, sizeof tmp, &f->attempt);
         }
+        if (f->attempt < 0 && f->appended_attempt > 0)
+            f->attempt = f->appended_attempt - 1;
         if (!f->job[0])
             idx[m++] = i;
         else

@@ -79,6 +79,8 @@ void story_settings_view(const story *s, const char *job, config_view *out)
      * that job's only when the scan holds one job: with several, nothing ties them to this one, and
      * another job's --mem was given as this one's current value (issue 31). */
     out->shared = shared >= 0 && s->n_jobs <= 1 ? s->settings[shared] : NULL;
+    /* ... and the user is told so, who can tie them: --job-id, or the job's output with its script alone */
+    out->withheld = shared >= 0 && s->n_jobs > 1 && s->settings[shared]->n ? s->settings[shared] : NULL;
 }
 
 static long votes_find(const story *s, const char *job)

@@ -73,7 +73,9 @@ typedef struct {
     char job[32];      /* the job it belongs to: its own job_id, else one its source states, else the scan's */
     char run[96];      /* a finding of no job: the run folder it belongs to (story_run_folder), relative to
                         * the folder holding the scan's runs; "" when the scan holds one run or less */
-    int attempt;       /* torchrun's attempt_<n> folder its first line is in, -1 when its path names none */
+    int attempt;       /* torchrun's attempt_<n> folder its first line is in, else its attempt in a log several
+                        * attempts appended to (appended_attempt), -1 when neither says */
+    int appended_attempt; /* n + 1: attempt n of a log that several attempts appended to (story_add); 0 none */
     int job_stated;    /* job is its own job_id or one its source states: inputs read later cannot change it */
     long joined_into;  /* another window of finding joined_into: not reported on its own (-1 when reported) */
     long next_joined;  /* the next finding joined into the same one (chain from first_joined), -1 */
@@ -118,6 +120,11 @@ typedef struct {
     long *vbucket;  /* chains of votes by job hash */
     size_t n_jobs;  /* distinct jobs, set by story_finish() */
     scan_sink sink; /* story_sink's */
+    /* The attempts of the source story_add reads now (a log several restarts append to): its path and
+     * member, the attempt its lines are in, whether a launcher's report of a failed worker was read
+     * since (a worker's line after it starts the next attempt), and whether any attempt ended in it. */
+    char *att_path, *att_member;
+    int att_no, att_pending, att_split;
 } story;
 
 /* One failure line, as the scanner reports it (match/event.h) and as crash dumps report theirs. */

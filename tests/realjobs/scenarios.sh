@@ -26,7 +26,8 @@ torchrun_job() {
   if [ "${REALJOBS_LAUNCHER_ERROR_FILE:-0}" = 1 ]; then
     TORCHELASTIC_ERROR_FILE=$out/torchrun-error.json; export TORCHELASTIC_ERROR_FILE
   fi
-  REALJOBS_OUT=$out timeout 120 "$@" "$TORCHRUN" --nnodes 1 --nproc_per_node 2 \
+  # shellcheck disable=SC2086 # REALJOBS_TORCHRUN_ARGS: a scenario's own options (--max_restarts 1), split
+  REALJOBS_OUT=$out timeout 120 "$@" "$TORCHRUN" ${REALJOBS_TORCHRUN_ARGS:-} --nnodes 1 --nproc_per_node 2 \
     --master_addr 127.0.0.1 --master_port "$(free_port)" --redirects 1 --tee 2 --log_dir "$out/logs" \
     "$here/train.py" "$failure" > "$out/torchrun.out" 2>&1
   echo "torchrun exit $?" > "$out/exit-status"
@@ -93,6 +94,11 @@ scenario_native_abort_forward() {    # a custom native op's assert() fails in ra
   command -v cc > /dev/null || { echo "cannot: no C compiler (cc) to build the custom op"; return 77; }
   cc -shared -fPIC -o "$2/native_op.so" "$here/native_op.c" || { echo "cannot: the custom op does not build"; return 77; }
   export REALJOBS_NATIVE_OP="$2/native_op.so"; torchrun_job "$1" native_abort_forward
+}
+
+scenario_attempts_appended() {       # torchrun --max_restarts 1: attempt 0 runs out of memory, attempt 1 segfaults
+  command -v prlimit > /dev/null || { echo "cannot: prlimit is missing (util-linux)"; return 77; }
+  export REALJOBS_TORCHRUN_ARGS="--max_restarts 1"; torchrun_job "$1" attempts
 }
 
 # A memory cgroup of 256 MiB, v1 or v2, that rank 1 moves itself into before it fills it.
@@ -218,4 +224,4 @@ scenario_rendezvous_master_timeout() {
 SCENARIOS="backward_host_oom launcher_error_file dataloader_memory_error dataloader_bus_error segfault_optimizer gloo_timeout
 checkpoint_disk_full cgroup_oom_kill dataloader_semlock_shm_full zsh_oom_kill rendezvous_timeout rendezvous_static_timeout
 cgroup_oom_kill_rank0 checkpoint_disk_full_legacy checkpoint_readonly
-native_abort_forward"
+native_abort_forward attempts_appended"

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset
 
 FAILURES = ("backward_host_oom", "dataloader_memory_error", "dataloader_bus_error", "segfault_optimizer",
             "gloo_timeout", "checkpoint_disk_full", "cgroup_oom_kill", "dataloader_semlock_shm_full", "none",
-            "checkpoint_disk_full_legacy", "checkpoint_readonly", "native_abort_forward")
+            "checkpoint_disk_full_legacy", "checkpoint_readonly", "native_abort_forward", "attempts")
 
 RANK = int(os.environ.get("RANK", "0"))
 FAIL_RANK = int(os.environ.get("REALJOBS_FAIL_RANK", "1"))
@@ -127,6 +127,12 @@ def main():
     failure = sys.argv[1] if len(sys.argv) > 1 else "none"
     if failure not in FAILURES:
         sys.exit(f"unknown failure {failure!r}; one of {', '.join(FAILURES)}")
+    if failure == "attempts":
+        # torchrun --max_restarts 1: the first attempt runs out of host memory in backward, the restarted
+        # one (TORCHELASTIC_RESTART_COUNT=1) segfaults in its optimizer step; both print to one console
+        attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        failure = "backward_host_oom" if attempt == 0 else "segfault_optimizer"
+        log(f"attempt {attempt}: {failure}")
     timeout = datetime.timedelta(seconds=int(os.environ.get("REALJOBS_GLOO_TIMEOUT", "30")))
     dist.init_process_group("gloo", timeout=timeout)
     world = dist.get_world_size()
