@@ -102,6 +102,30 @@ START_TEST(test_telemetry_a_steady_series_is_flat)
 }
 END_TEST
 
+START_TEST(test_telemetry_a_series_of_no_job_serves_the_job_the_scan_names)
+{
+    /* a log that names no job, scanned with --job-id 7: its series are stored under no job, the
+     * failure is job 7's; the trend was lost (the rank-less lookup compared jobs exactly, where every
+     * other settings lookup lets an entry of no job serve any) */
+    config_store *st = NULL;
+    for (size_t i = 0; i < sizeof DEEPSPEED / sizeof *DEEPSPEED; i++)
+        ck_assert_int_eq(telemetry_capture(&st, DEEPSPEED[i], strlen(DEEPSPEED[i]), "", "", "ds.log", i + 1), 0);
+    config_view v = config_view_of(st);
+    cJSON *t = telemetry_trend(&v, "7", "", 1);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "points")), 3);
+    cJSON_Delete(t);
+    /* a series stated for another job still serves only that one */
+    config_store *other = NULL;
+    for (size_t i = 0; i < sizeof DEEPSPEED / sizeof *DEEPSPEED; i++)
+        ck_assert_int_eq(telemetry_capture(&other, DEEPSPEED[i], strlen(DEEPSPEED[i]), "8", "", "ds.log", i + 1), 0);
+    v = config_view_of(other);
+    ck_assert_ptr_null(telemetry_trend(&v, "7", "", 1));
+    config_store_free(other);
+    config_store_free(st);
+}
+END_TEST
+
 START_TEST(test_telemetry_a_climb_is_growth_with_its_slope)
 {
     /* numbers, not log lines: host memory from 306 GB at step 1, 6.5 GB more a step, to step 30 */
@@ -267,6 +291,7 @@ int main(void)
     tcase_add_test(tc, test_telemetry_reads_verl_deepspeed_and_megatron_lines);
     tcase_add_test(tc, test_telemetry_a_steady_series_is_flat);
     tcase_add_test(tc, test_telemetry_a_climb_is_growth_with_its_slope);
+    tcase_add_test(tc, test_telemetry_a_series_of_no_job_serves_the_job_the_scan_names);
     tcase_add_test(tc, test_telemetry_series_never_mix_jobs_or_ranks);
     tcase_add_test(tc, test_telemetry_a_source_is_gathered_then_written_once);
     tcase_add_test(tc, test_telemetry_reads_slime_lines);

@@ -227,7 +227,7 @@ static void find_in(const config_store *st, void *ud)
     size_t pl = strlen(f->prefix);
     for (size_t i = 0; !f->found && i < st->n; i++)
         if (strncmp(st->e[i].path, f->prefix, pl) == 0 && (st->e[i].path[pl] == 0 || st->e[i].path[pl] == '/') &&
-            (!f->job[0] || strcmp(st->e[i].job, f->job) == 0))
+            (!f->job[0] || !st->e[i].job[0] || strcmp(st->e[i].job, f->job) == 0))
             f->found = &st->e[i];
 }
 
