@@ -154,6 +154,32 @@ if command -v script > /dev/null; then
     ok || bad "--explain list on a terminal lists no titles"
 fi
 
+# --explain rendered for a person (a terminal, or -f text): no Markdown, no internal source tags, prose
+# within the width, a setting whole on its own line
+COLUMNS=80 "$oomscan" --explain cuda_oom-backward -f text > "$t/xt.out"; rc=$?
+[ $rc -eq 0 ] && grep -q "^1\. Turn on gradient checkpointing" "$t/xt.out" && ok || bad "--explain -f text: exit $rc, no step 1"
+! grep -Eq '^#|^\||^Source:|seed:|`' "$t/xt.out" && ok ||
+  bad "--explain -f text: Markdown or source tags left: $(grep -E '^#|^\||^Source:|seed:|`' "$t/xt.out" | head -n 3)"
+grep -qx "      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full" "$t/xt.out" && ok ||
+  bad "--explain -f text: the long setting is not whole on its own line"
+[ "$(grep -v '^      [^ ]' "$t/xt.out" | awk 'length > 80' | wc -l)" -eq 0 ] && ok ||
+  bad "--explain -f text: prose past 80 columns: $(grep -v '^      [^ ]' "$t/xt.out" | awk 'length > 80' | head -n 2)"
+"$oomscan" --explain cuda_oom-backward | grep -q '^## 1\.' && ok || bad "--explain into a pipe is not the Markdown page"
+if command -v script > /dev/null; then
+  script -qec "'$oomscan' --explain cuda_oom-backward" /dev/null | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' > "$t/xtty.out"
+  grep -q "^1\. Turn on" "$t/xtty.out" && ! grep -q '^## ' "$t/xtty.out" && ok || bad "--explain on a terminal prints Markdown"
+fi
+# a finding's id: the PATHs are scanned and that finding's own checklist is explained, values filled in
+fid=$("$oomscan" -f json "$log" | jq -r '.findings[0].id')
+"$oomscan" --explain "$fid" "$log" > "$t/xf.out" 2> "$t/xf.err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^GPU out of memory during log-prob computation" "$t/xf.out" &&
+  grep -q "^  at .*verl-log-prob-oom.log:13" "$t/xf.out" && grep -q "Ruled out by the diagnosis: only 6.77 GiB" "$t/xf.out" &&
+  ok || bad "--explain FINDING-ID: exit $rc, $(head -n 3 "$t/xf.out") $(cat "$t/xf.err")"
+"$oomscan" --explain "$fid" -f json "$log" | jqe ".id == \"$fid\" and (.remediation.steps | length) > 0" && ok ||
+  bad "--explain FINDING-ID -f json is not the finding's object"
+"$oomscan" --explain 0123456789abcdef "$log" > /dev/null 2> "$t/xn.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "0123456789abcdef: no finding with this id" "$t/xn.err" && ok || bad "--explain unknown finding: exit $rc, $(cat "$t/xn.err")"
+
 # ---- item 13: filters people reach for: --roots, --class, --job ------------------------------------
 casc="$src/fixtures/golden/funasr-oom-cascade"
 "$oomscan" -f json --roots "$casc" | jqe '(.findings | length) == 1 and .findings[0].role == "root"' && ok ||
