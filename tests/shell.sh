@@ -205,6 +205,20 @@ cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/jobs/slurm-888.out"
 "$oomscan" -f json "$src/fixtures/golden/xid79-fallen-off-bus.log" |
   jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(test("reason=Xid_79$"))' && ok || bad "the Xid is not filled in"
 
+# a setting the log never printed gets the framework's documented default, and says it is a suggestion
+"$oomscan" -f json "$log" > "$t/d.json"
+jqe '[.findings[].remediation.steps[].settings[] | select(.key == "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu")][0] |
+  .default == "16384" and .suggested == "12288" and (.default_source | test("^volcengine/verl:")) and (has("current") | not)' "$t/d.json" &&
+  ok || bad "no suggestion from verl's default: $(jq -c '[.findings[].remediation.steps[].settings[] | select(.key | test("log_prob_max_token"))]' "$t/d.json")"
+"$oomscan" "$log" | grep -q "^ *actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=12288  (a suggestion: the default is 16384; the log did not print this job's value)$" &&
+  ok || bad "the text report does not print the suggested value"
+# a job that printed its value gets current -> proposed, and no default (the override line is built here,
+# as a launch command prints it; it is not a real log line)
+{ echo "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=4096"; cat "$log"; } > "$t/printed.log"
+"$oomscan" -f json "$t/printed.log" | jqe '[.findings[].remediation.steps[].settings[] | select(.key == "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu")][0] |
+  .current == "4096" and .proposed == "3072" and (has("default") | not) and (has("suggested") | not)' && ok ||
+  bad "a printed value does not win over the default"
+
 # ---- item 6 (in part): a step the diagnosis rules out is marked so in Markdown too -------------------
 "$oomscan" -f markdown "$log" > "$t/r.md"
 n_ruled=$("$oomscan" -f json "$log" | jq '[.findings[].remediation.steps[]? | select(.premise_refuted)] | length')

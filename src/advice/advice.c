@@ -115,6 +115,21 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
                 cJSON_AddNumberToObject(at, "line", (double)e->line);
                 cJSON_AddStringToObject(at, "key", e->path);
             }
+            cJSON_DeleteItemFromObjectCaseSensitive(set, "default");
+            cJSON_DeleteItemFromObjectCaseSensitive(set, "default_source");
+        } else if (json_str(set, "default")) {
+            /* the log never printed the job's value: the framework's documented default (cited in
+             * the data) gives a concrete value, written as a suggestion (issue 33 item 4) */
+            char suggested[128];
+            const char *ch = json_str(set, "change");
+            int numeric = ch && (!strcmp(ch, "halve") || !strcmp(ch, "double") || !strcmp(ch, "decrease") ||
+                                 !strcmp(ch, "increase"));
+            if (numeric && config_propose(ch, json_str(set, "default"), suggested, sizeof suggested) == CONFIG_PROPOSED)
+                cJSON_AddStringToObject(set, "suggested", suggested);
+            else {
+                cJSON_DeleteItemFromObjectCaseSensitive(set, "default");
+                cJSON_DeleteItemFromObjectCaseSensitive(set, "default_source");
+            }
         }
         if (setting_publish(set) != 0) {
             cJSON_Delete(arr);
