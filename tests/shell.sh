@@ -225,6 +225,24 @@ n_ruled=$("$oomscan" -f json "$log" | jq '[.findings[].remediation.steps[]? | se
 [ "$n_ruled" -ge 1 ] && [ "$(grep -c '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (only 6.77 GiB' "$t/r.md")" -eq "$n_ruled" ] &&
   ok || bad "Markdown shows a ruled-out step as a normal one ($n_ruled ruled out)"
 
+# advice by framework and version: a JAX or TensorFlow OOM gets its own allocator's settings, not PyTorch's
+# allocator or an inference engine's share; PyTorch 0.4-1.3's message rules out its memory history step
+steps_of() { "$oomscan" -f json "$1" | jq -c '[.findings[] | select(.role == "root") | .remediation.steps[] |
+  {id, refuted: (.premise_refuted.conclusion // null), set: [.settings[]?.text]}]'; }
+steps_of "$src/fixtures/corpus/cuda_oom-jax-13428.log" > "$t/jax.steps"
+jq -e '.[0].id == "xla_preallocation" and (.[0].set | any(test("^export XLA_PYTHON_CLIENT_PREALLOCATE=false$"))) and
+  (.[0].set | any(test("^export XLA_PYTHON_CLIENT_MEM_FRACTION="))) and
+  ([.[].set[]] | all(test("PYTORCH_CUDA_ALLOC_CONF|inference engine") | not))' "$t/jax.steps" > /dev/null && ok ||
+  bad "a JAX OOM's advice: $(head -c 400 "$t/jax.steps")"
+steps_of "$src/fixtures/corpus/cuda_oom-text-classification-models-tf-4.log" > "$t/tf.steps"
+jq -e '.[0].id == "tf_memory_growth" and (.[0].set[0] | test("set_memory_growth\\(gpu, True\\)")) and
+  ([.[].set[]] | all(test("PYTORCH_CUDA_ALLOC_CONF|XLA_PYTHON") | not))' "$t/tf.steps" > /dev/null && ok ||
+  bad "a TensorFlow OOM's advice: $(head -c 400 "$t/tf.steps")"
+steps_of "$src/fixtures/corpus/cuda_oom-pytorch-18853.log" > "$t/v0.steps"
+jq -e '(map(select(.id == "memory_snapshot"))[0].refuted == "torch_v0_no_history") and
+  ([.[] | select(.refuted == null) | .set[]] | all(test("_record_memory_history|expandable_segments") | not))' "$t/v0.steps" > /dev/null && ok ||
+  bad "a PyTorch 0.4-1.3 OOM is told to record memory history: $(head -c 600 "$t/v0.steps")"
+
 # --since / --until: log time of the first occurrence (the kernel's 2019-03-14T01:57:54 kill)
 kern="$src/fixtures/golden/kernel-oom-legacy-pair.log"
 "$oomscan" -f json --since 2019-03-14T00:00:00 --until "2019-03-14 02:00:00" "$kern" | jqe '(.findings | length) == 1' &&

@@ -201,6 +201,27 @@ static placed place(const pdb *db, const cJSON *st, int i, const char *fwname, i
     return p;
 }
 
+/* Whether `list` (a JSON array of framework names) names fw. */
+static int names_framework(const cJSON *list, const char *fw)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    if (cJSON_IsString(x) && fw && strcmp(x->valuestring, fw) == 0)
+        return 1;
+    return 0;
+}
+
+/* A step written for some frameworks only ("only_for": JAX's preallocation) or wrong for some
+ * ("not_for": PyTorch's allocator for a JAX or TensorFlow job) is given by the job's framework
+ * (issue 33 item 6). A job of no known framework gets every step but the "only_for" ones. */
+static int step_applies(const cJSON *st, const char *fw)
+{
+    const cJSON *only = cJSON_GetObjectItemCaseSensitive(st, "only_for");
+    if (only && !names_framework(only, fw))
+        return 0;
+    return !names_framework(cJSON_GetObjectItemCaseSensitive(st, "not_for"), fw);
+}
+
 static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSON *diag, const config_view *cfg,
                              const char *job)
 {
@@ -230,9 +251,12 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
     const cJSON *st;
     cJSON_ArrayForEach(st, all)
     {
+        if (!step_applies(st, fwname))
+            continue;
         order[i] = place(db, st, i, fwname, fw, diag);
         i++;
     }
+    n = i;
     qsort(order, (size_t)n, sizeof *order, by_place);
     for (i = 0; i < n; i++) {
         cJSON *s = step_json(db, order[i].step, fwname, diag, cfg, job);

@@ -187,6 +187,10 @@ static void cuda_oom(const pdb *db, const finding *f, const config_view *cfg, co
         conclude(db, arr, "old_allocator", &v);
     else if (torch_old)
         conclude(db, arr, "torch_predates_expandable", &v);
+    /* PyTorch 0.4-1.3 ended the message with "N cached)": that PyTorch has no memory history recorder
+     * (issue 33 item 6), whatever version a later line may print */
+    if (f->pattern && f->pattern->id && strcmp(f->pattern->id, "cuda_oom.torch_v0_cached") == 0)
+        conclude(db, arr, "torch_v0_no_history", &v);
     /* PyTorch 2.1-2.3 list every process on the GPU as "Process N has X memory in use", the failing
      * one included; later versions print the failing one apart ("this process has ...") and list only
      * the others. So without that clause, exactly one listed entry is the failing process: the one

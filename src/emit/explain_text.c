@@ -93,6 +93,8 @@ static void steps(out *o, const cJSON *rem)
                  json_str(refuted, "what") ? json_str(refuted, "what") : "");
         if (first)
             line(o, TEXTFIT_WRAP, "   First because: %s", json_str(first, "what") ? json_str(first, "what") : "");
+        if (json_str(st, "scope"))
+            line(o, TEXTFIT_WRAP, "   %s", json_str(st, "scope"));
         if (json_str(st, "why"))
             line(o, TEXTFIT_WRAP, "   Why: %s", json_str(st, "why"));
         if (json_str(st, "tradeoff"))
@@ -117,6 +119,8 @@ static void steps(out *o, const cJSON *rem)
             line(o, TEXTFIT_WRAP, "   %sFrom: %s%s", on(o, DIM), src, on(o, RST));
     }
 }
+
+static void untick(char *s);
 
 /* A Markdown cell's text: `code` unquoted, "\|" back to "|". New string, or NULL. */
 static char *cell_text(const char *s, size_t len)
@@ -186,6 +190,9 @@ static cJSON *page_parse(const char *md, size_t len, char **title, char **head, 
             st = cJSON_CreateObject();
             cJSON_AddStringToObject(st, "do", dot ? dot + 2 : l + 3);
             cJSON_AddItemToArray(list, st);
+        } else if (st && (strncmp(l, "Only for a job of:", 18) == 0 || strncmp(l, "Not given to a job of:", 22) == 0)) {
+            untick(l);
+            cJSON_AddStringToObject(st, "scope", l);
         } else if (st && strncmp(l, "Why: ", 5) == 0) {
             cJSON_AddStringToObject(st, "why", l + 5);
         } else if (st && strncmp(l, "Trade-off: ", 11) == 0) {
