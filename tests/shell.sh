@@ -243,6 +243,15 @@ jq -e '(map(select(.id == "memory_snapshot"))[0].refuted == "torch_v0_no_history
   ([.[] | select(.refuted == null) | .set[]] | all(test("_record_memory_history|expandable_segments") | not))' "$t/v0.steps" > /dev/null && ok ||
   bad "a PyTorch 0.4-1.3 OOM is told to record memory history: $(head -c 600 "$t/v0.steps")"
 
+# a finding read from flight-recorder dumps is not told to turn the recorder on, nor to find the rank
+# that failed first: both steps are ruled out, with the rank the dumps name
+"$oomscan" -f json "$src/fixtures/dumps/flight_recorder" > "$t/fr.json" 2> /dev/null
+jqe '[.findings[] | select(.first.kind == "flight_recorder")][0] | ([.remediation.steps[] | select(.premise_refuted.conclusion == "flight_recorder_read") | .id] | sort) == ["first_failing_rank", "flight_recorder"] and
+  (.diagnosis.conclusions | any(.what | test("rank 6")))' "$t/fr.json" && ok ||
+  bad "flight-recorder finding: $(jq -c '[.findings[0].remediation.steps[] | [.id, .premise_refuted.conclusion]]' "$t/fr.json")"
+"$oomscan" -f markdown "$src/fixtures/dumps/flight_recorder" 2> /dev/null | grep -q '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (this finding was read from the NCCL flight recorder' &&
+  ok || bad "Markdown does not mark the flight recorder step as ruled out"
+
 # --since / --until: log time of the first occurrence (the kernel's 2019-03-14T01:57:54 kill)
 kern="$src/fixtures/golden/kernel-oom-legacy-pair.log"
 "$oomscan" -f json --since 2019-03-14T00:00:00 --until "2019-03-14 02:00:00" "$kern" | jqe '(.findings | length) == 1' &&

@@ -311,6 +311,19 @@ static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, c
         var(&v, "signal", "%.40s", sig->valuestring);
         conclude(db, arr, "fault_handler_on", &v);
     }
+    /* a finding read from the NCCL flight recorder's dumps: the recorder is on, and its dumps already
+     * name the ranks that never joined (issue 33 item 6) */
+    const cJSON *missing = cJSON_GetObjectItemCaseSensitive(f->memory, "missing_ranks");
+    const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(f->memory, "waiting_ranks");
+    if ((f->first.kind && strcmp(f->first.kind, "flight_recorder") == 0) || (missing && waiting)) {
+        const cJSON *seq = cJSON_GetObjectItemCaseSensitive(f->memory, "seq");
+        var(&v, "seq", "%d", cJSON_IsNumber(seq) ? seq->valueint : 0);
+        if (cJSON_IsNumber(missing)) {
+            var(&v, "missing", "%d", missing->valueint);
+            conclude(db, arr, "flight_recorder_read", &v);
+        } else /* the dumps compared the ranks (a mismatch): the recorder is on, no rank is missing */
+            conclude(db, arr, "flight_recorder_on", &v);
+    }
     /* torchelastic prints "error_file: <N/A>" when the worker wrote none. Only what the finding itself
      * carries is used (its memory, its evidence), not the job's settings: records merged from several
      * nodes (oomscan merge, --state) carry findings, not settings, and must conclude the same. */
