@@ -124,6 +124,19 @@ empty error" ] && ok || bad "input records: exit $rc, $(jq -c 'select(.type == "
 "$oomscan" merge -f json "$t/in.ndjson" | jqe '.findings | length == 1' && ok ||
   bad "merge does not skip input records"
 
+# the summary counts the input records: a spool of three jobs, one pointed at an empty folder
+mkdir "$t/spool" "$t/spool-empty"
+"$oomscan" -f ndjson "$t/spool-empty" > "$t/spool/101.node1.ndjson" 2> /dev/null
+"$oomscan" -f ndjson "$log" "$t/no-such.log" > "$t/spool/102.node1.ndjson" 2> /dev/null
+"$oomscan" -f ndjson "$src/fixtures/golden/slurm-oom-kill.log" > "$t/spool/103.node1.ndjson"
+"$oomscan" summary --format json "$t/spool" | jqe '.jobs == 2 and .inputs_not_read == 2 and .inputs_partial == 0 and .jobs_not_scanned == 1' &&
+  ok || bad "summary of input records: $("$oomscan" summary --format json "$t/spool" | jq -c '{jobs, inputs_not_read, inputs_partial, jobs_not_scanned}')"
+"$oomscan" summary "$t/spool" | grep -q "^Inputs not scanned: 2 not read, 0 read in part; 1 job with nothing found had an input not read$" &&
+  ok || bad "the text summary does not count the inputs not read"
+"$oomscan" -f json "$log" "$t/no-such.log" > "$t/spool-doc.json" 2> /dev/null
+"$oomscan" summary --format json "$t/spool-doc.json" | jqe '.inputs_not_read == 1 and .jobs_not_scanned == 0' && ok ||
+  bad "summary of a JSON document does not count its unread input"
+
 # ---- item 16: .ci/setup installs what building and running needs; the tests' world is .ci/test's -----
 setup="$src/.ci/setup" citest="$src/.ci/test"
 for p in slurmd munge rsyslog prometheus python3-torch clang check jq zsh; do
