@@ -55,12 +55,22 @@ static double verl_value(const char *s, size_t n, const char *key)
     return e == buf || !isfinite(v) ? -1 : v;
 }
 
+/* The rank a line states ("[Rank 3]" Megatron's, "[rank3]:" a launcher's prefix), "" when none. The
+ * '[' are found with memchr: two memmem calls over every metrics line (verl's step line runs to
+ * kilobytes) were a tenth of the 512-rank-files benchmark (issue 33 item 17). "[Rank " is preferred
+ * where a line has both, as before. */
 static void rank_of(const char *s, size_t n, char *rank, size_t cap)
 {
     rank[0] = 0;
-    const char *p = memmem(s, n, "[Rank ", 6);
-    if (!p)
-        p = memmem(s, n, "[rank", 5);
+    const char *p = NULL, *end = s + n;
+    for (const char *b = s; (b = memchr(b, '[', (size_t)(end - b))) != NULL; b++) {
+        if ((size_t)(end - b) >= 6 && memcmp(b, "[Rank ", 6) == 0) {
+            p = b;
+            break;
+        }
+        if (!p && (size_t)(end - b) >= 5 && memcmp(b, "[rank", 5) == 0)
+            p = b;
+    }
     if (!p)
         return;
     p += p[1] == 'R' ? 6 : 5;
@@ -138,17 +148,69 @@ static void series_path(char *buf, size_t cap, const char *metric, const char *r
         snprintf(buf, cap, "telemetry/%s", metric);
 }
 
+/* A whole number as the series writes it (%.0f), read without strtod: a job's series is read back and
+ * written again at the end of each of its sources, and 512 rank files of one job made the conversions
+ * a fifth of the run (issue 33 item 17). Anything else (a fraction, an exponent, 16 digits or more) is
+ * left to strtod. */
+static double read_num(const char *v, char **end)
+{
+    const char *p = v;
+    int neg = *p == '-';
+    p += neg;
+    long long n = 0;
+    const char *d = p;
+    while (*p >= '0' && *p <= '9' && p - d < 15)
+        n = n * 10 + (*p++ - '0');
+    if (p == d || (*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E')
+        return strtod(v, end);
+    *end = (char *)p;
+    return neg ? -(double)n : (double)n;
+}
+
+/* Append " x" (no blank first) as %.0f writes it: whole numbers below 1e15 by hand, the rest by
+ * snprintf. Returns the bytes written, or 0 when it did not fit. */
+static size_t put_num(char *buf, size_t cap, double x, int blank)
+{
+    if (!(fabs(x) < 1e15))
+        goto slow;
+    double r = nearbyint(x); /* the rounding %.0f does (to even, in the default mode) */
+    long long n = (long long)r;
+    char tmp[24];
+    size_t k = 0;
+    unsigned long long u = n < 0 ? (unsigned long long)-n : (unsigned long long)n;
+    do
+        tmp[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    /* "-0" for a negative that rounds to zero, as %.0f writes it */
+    int neg = n < 0 || (n == 0 && signbit(r));
+    size_t need = (size_t)blank + (size_t)neg + k;
+    if (need >= cap)
+        return 0;
+    size_t w = 0;
+    if (blank)
+        buf[w++] = ' ';
+    if (neg)
+        buf[w++] = '-';
+    while (k)
+        buf[w++] = tmp[--k];
+    buf[w] = 0;
+    return w;
+slow:;
+    int m = snprintf(buf, cap, "%s%.0f", blank ? " " : "", x);
+    return m < 0 || (size_t)m >= cap ? 0 : (size_t)m;
+}
+
 /* A series is its points as text, "x:v x:v ...", the oldest first. */
 static size_t parse_points(const char *v, double *xs, double *ys, size_t max)
 {
     size_t k = 0;
     while (v && *v && k < max) {
         char *e;
-        double x = strtod(v, &e);
+        double x = read_num(v, &e);
         if (e == v || *e != ':')
             break;
         v = e + 1;
-        double y = strtod(v, &e);
+        double y = read_num(v, &e);
         if (e == v)
             break;
         xs[k] = x;
@@ -393,10 +455,16 @@ int telemetry_acc_flush(telemetry_acc *a, struct config_store **st, const char *
                 x = se->x[at] + base;
                 y = se->y[at];
             }
-            int w = snprintf(v + len, CAP - len, "%s%.0f:%.0f", len ? " " : "", x, y);
-            if (w < 0 || (size_t)w >= CAP - len)
+            size_t wx = put_num(v + len, CAP - len, x, len != 0);
+            if (!wx || len + wx + 1 >= CAP)
                 break;
-            len += (size_t)w;
+            v[len + wx] = ':';
+            size_t wy = put_num(v + len + wx + 1, CAP - len - wx - 1, y, 0);
+            if (!wy) {
+                v[len] = 0;
+                break;
+            }
+            len += wx + 1 + wy;
         }
         int rc = config_put(st, path, v, job ? job : "", file, se->line);
         free(v);
