@@ -59,6 +59,31 @@ static double verl_value(const char *s, size_t n, const char *key)
  * '[' are found with memchr: two memmem calls over every metrics line (verl's step line runs to
  * kilobytes) were a tenth of the 512-rank-files benchmark (issue 33 item 17). "[Rank " is preferred
  * where a line has both, as before. */
+/* verl's three memory metrics in one pass over the line: every "_gb:" and the key before it (five
+ * memmem over a step line of kilobytes were a tenth of the 512 rank files, issue 33 item 17). Returns
+ * whether the line has max_memory_allocated_gb or cpu_memory_used_gb, as the test before did. */
+static int verl_memory(const char *s, size_t n, double *alloc, double *reserved, double *host)
+{
+    static const struct {
+        const char *key; /* the text before "_gb:" */
+        size_t len;
+        int which;
+    } keys[] = {{"perf/max_memory_allocated", 25, 0}, {"perf/max_memory_reserved", 24, 1}, {"perf/cpu_memory_used", 20, 2}};
+    int found = 0;
+    const char *end = s + n;
+    for (const char *p = s; (p = memmem(p, (size_t)(end - p), "_gb:", 4)) != NULL; p += 4) {
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            if ((size_t)(p - s) < keys[k].len || memcmp(p - keys[k].len, keys[k].key, keys[k].len) != 0)
+                continue;
+            double *out = keys[k].which == 0 ? alloc : keys[k].which == 1 ? reserved : host;
+            if (*out < 0) /* the first, as memmem found it before */
+                *out = verl_value(p, (size_t)(end - p), "_gb:");
+            found |= keys[k].which != 1;
+        }
+    }
+    return found;
+}
+
 static void rank_of(const char *s, size_t n, char *rank, size_t cap)
 {
     rank[0] = 0;
@@ -97,14 +122,13 @@ size_t telemetry_parse(const char *s, size_t n, telemetry_sample *out, size_t ma
     size_t k = 0;
     char rank[16];
     rank_of(s, n, rank, sizeof rank);
-    if (memmem(s, n, "perf/max_memory_allocated_gb:", 29) || memmem(s, n, "perf/cpu_memory_used_gb:", 24)) {
+    double va = -1, vr = -1, vh = -1;
+    if (verl_memory(s, n, &va, &vr, &vh)) {
         /* verl: "step:N - key:value - ..." */
         double step = num_after(s, n, "step:");
-        double a = verl_value(s, n, "perf/max_memory_allocated_gb:"), r = verl_value(s, n, "perf/max_memory_reserved_gb:"),
-               h = verl_value(s, n, "perf/cpu_memory_used_gb:");
-        k = add(out, max, k, "gpu_max_allocated", step, a < 0 ? -1 : a * GiB, rank);
-        k = add(out, max, k, "gpu_max_reserved", step, r < 0 ? -1 : r * GiB, rank);
-        k = add(out, max, k, "host_used", step, h < 0 ? -1 : h * GiB, rank);
+        k = add(out, max, k, "gpu_max_allocated", step, va < 0 ? -1 : va * GiB, rank);
+        k = add(out, max, k, "gpu_max_reserved", step, vr < 0 ? -1 : vr * GiB, rank);
+        k = add(out, max, k, "host_used", step, vh < 0 ? -1 : vh * GiB, rank);
         return k;
     }
     if (memmem(s, n, "Max_MA ", 7)) {
