@@ -55,10 +55,6 @@ static double verl_value(const char *s, size_t n, const char *key)
     return e == buf || !isfinite(v) ? -1 : v;
 }
 
-/* The rank a line states ("[Rank 3]" Megatron's, "[rank3]:" a launcher's prefix), "" when none. The
- * '[' are found with memchr: two memmem calls over every metrics line (verl's step line runs to
- * kilobytes) were a tenth of the 512-rank-files benchmark (issue 33 item 17). "[Rank " is preferred
- * where a line has both, as before. */
 /* verl's three memory metrics in one pass over the line: every "_gb:" and the key before it (five
  * memmem over a step line of kilobytes were a tenth of the 512 rank files, issue 33 item 17). Returns
  * whether the line has max_memory_allocated_gb or cpu_memory_used_gb, as the test before did. */
@@ -71,7 +67,11 @@ static int verl_memory(const char *s, size_t n, double *alloc, double *reserved,
     } keys[] = {{"perf/max_memory_allocated", 25, 0}, {"perf/max_memory_reserved", 24, 1}, {"perf/cpu_memory_used", 20, 2}};
     int found = 0;
     const char *end = s + n;
-    for (const char *p = s; (p = memmem(p, (size_t)(end - p), "_gb:", 4)) != NULL; p += 4) {
+    /* each ':' and the "_gb" before it: memchr is vectorised, glibc's memmem for a short needle is not */
+    for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))) != NULL; c++) {
+        if (c - s < 3 || memcmp(c - 3, "_gb", 3) != 0)
+            continue;
+        const char *p = c - 3;
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
             if ((size_t)(p - s) < keys[k].len || memcmp(p - keys[k].len, keys[k].key, keys[k].len) != 0)
                 continue;
@@ -84,6 +84,10 @@ static int verl_memory(const char *s, size_t n, double *alloc, double *reserved,
     return found;
 }
 
+/* The rank a line states ("[Rank 3]" Megatron's, "[rank3]:" a launcher's prefix), "" when none. The
+ * '[' are found with memchr: two memmem calls over every metrics line (verl's step line runs to
+ * kilobytes) were a tenth of the 512-rank-files benchmark (issue 33 item 17). "[Rank " is preferred
+ * where a line has both, as before. */
 static void rank_of(const char *s, size_t n, char *rank, size_t cap)
 {
     rank[0] = 0;
@@ -113,7 +117,9 @@ static size_t add(telemetry_sample *out, size_t max, size_t k, const char *metri
     out[k].metric = metric;
     out[k].x = x;
     out[k].bytes = bytes;
-    snprintf(out[k].rank, sizeof out[k].rank, "%s", rank);
+    size_t rl = strnlen(rank, sizeof out[k].rank - 1); /* not snprintf: three a metrics line */
+    memcpy(out[k].rank, rank, rl);
+    out[k].rank[rl] = 0;
     return k + 1;
 }
 
@@ -397,6 +403,7 @@ typedef struct {
 struct telemetry_acc {
     acc_series s[ACC_SERIES];
     size_t n;
+    uint64_t last_line; /* the line read last: a line with two literals (verl's step line) is read once */
 };
 
 telemetry_acc *telemetry_acc_new(void) { return calloc(1, sizeof(telemetry_acc)); }
@@ -404,12 +411,16 @@ void telemetry_acc_free(telemetry_acc *a) { free(a); }
 void telemetry_acc_reset(telemetry_acc *a)
 {
     if (a)
-        a->n = 0;
+        a->n = 0, a->last_line = 0;
 }
 int telemetry_acc_any(const telemetry_acc *a) { return a && a->n > 0; }
 
 int telemetry_acc_line(telemetry_acc *a, const char *s, size_t n, const char *rank, uint64_t line)
 {
+    /* its second literal: the points were taken at the first (issue 33 item 17: half the parses) */
+    if (line && line == a->last_line)
+        return 0;
+    a->last_line = line;
     telemetry_sample smp[8];
     size_t k = telemetry_parse(s, n, smp, 8);
     for (size_t i = 0; i < k; i++) {
