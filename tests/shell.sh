@@ -265,6 +265,16 @@ jqe '[.findings[] | select(.first.kind == "flight_recorder")][0] | ([.remediatio
 "$oomscan" -f markdown "$src/fixtures/dumps/flight_recorder" 2> /dev/null | grep -q '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (this finding was read from the NCCL flight recorder' &&
   ok || bad "Markdown does not mark the flight recorder step as ruled out"
 
+# a prlimit refusal in backward (the training process, no DataLoader worker) gets the process's limits
+# first, not the loader's workers; a DataLoader worker's own MemoryError keeps the loader step first
+"$oomscan" -f json "$src/fixtures/realjobs/backward_host_oom" 2> /dev/null |
+  jqe '[.findings[] | select(.role == "root")][0] | .remediation.steps[0].id == "address_space_limits" and
+    .remediation.steps[0].first_because.conclusion == "main_process_refused"' && ok ||
+  bad "backward host OOM: first step $("$oomscan" -f json "$src/fixtures/realjobs/backward_host_oom" 2> /dev/null | jq -c '[.findings[] | select(.role == "root")][0].remediation.steps[0].id')"
+"$oomscan" -f json "$src/fixtures/realjobs/dataloader_memory_error" 2> /dev/null |
+  jqe '[.findings[] | select(.role == "root")][0].remediation.steps[0].id == "fewer_loader_workers"' && ok ||
+  bad "a DataLoader worker's MemoryError lost the loader step first"
+
 # --since / --until: log time of the first occurrence (the kernel's 2019-03-14T01:57:54 kill)
 kern="$src/fixtures/golden/kernel-oom-legacy-pair.log"
 "$oomscan" -f json --since 2019-03-14T00:00:00 --until "2019-03-14 02:00:00" "$kern" | jqe '(.findings | length) == 1' &&

@@ -311,6 +311,18 @@ static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, c
         var(&v, "signal", "%.40s", sig->valuestring);
         conclude(db, arr, "fault_handler_on", &v);
     }
+    /* an allocation the training process itself was refused in a known phase other than data loading
+     * (no DataLoader worker named): a limit on the process comes before the loader's workers (issue 33
+     * item 6: a prlimit refusal in backward was told to use fewer loader workers first) */
+    if (f->cls == CLS_HOST_MEMORY_ERROR && f->phase != PH_UNKNOWN && f->phase != PH_DATA_LOADING) {
+        int in_worker = 0;
+        for (size_t k = 0; k < f->n_evidence && !in_worker; k++)
+            in_worker = strstr(f->evidence[k], "DataLoader worker") != NULL || strstr(f->evidence[k], "worker process") != NULL;
+        if (!in_worker) {
+            var(&v, "phase", "%s", tax_phase_name(f->phase));
+            conclude(db, arr, "main_process_refused", &v);
+        }
+    }
     /* a finding read from the NCCL flight recorder's dumps: the recorder is on, and its dumps already
      * name the ranks that never joined (issue 33 item 6) */
     const cJSON *missing = cJSON_GetObjectItemCaseSensitive(f->memory, "missing_ranks");
