@@ -365,6 +365,8 @@ static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)
  * records are sorted by job already (oomscan_summary_write). */
 static size_t jobs_not_scanned(oomscan_summary *sum)
 {
+    if (!sum->n_unread)
+        return 0; /* qsort takes no NULL array, even empty */
     qsort(sum->unread_jobs, sum->n_unread, sizeof *sum->unread_jobs, by_str);
     size_t n = 0;
     for (size_t i = 0; i < sum->n_unread; i++) {
