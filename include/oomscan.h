@@ -267,6 +267,18 @@ void oomscan_state_free(oomscan_state *state);
 oomscan_status oomscan_explain(const oomscan_db *db, const char *id, oomscan_write_fn fn, void *ud,
                                oomscan_diag *diag);
 
+/* `--explain` for a terminal (docs/remediation.md, "Reading a checklist"): the checklist page `md`
+ * (what oomscan_explain wrote) as plain lines fitted to `width` columns (0: 80), settings and commands
+ * on lines of their own and never broken, oomscan's internal source tags left out; ANSI colour with
+ * `color`. OOMSCAN_ERR_NOMEM, OOMSCAN_ERR_IO when fn refused. */
+oomscan_status oomscan_explain_page_text(const char *md, size_t len, int color, unsigned width,
+                                         oomscan_write_fn fn, void *ud);
+/* The same for one finding: `finding_json` is a finding object as the JSON document writes it (with
+ * its remediation.steps); its title, place, quote, diagnosis and its own steps (values filled in, a
+ * step the diagnosis ruled out marked) are written. OOMSCAN_ERR_USAGE when it is not JSON. */
+oomscan_status oomscan_explain_finding_text(const char *finding_json, size_t len, int color, unsigned width,
+                                            oomscan_write_fn fn, void *ud);
+
 /* Ids of all checklists, for --explain listing and the docs renderer. */
 size_t oomscan_db_checklist_count(const oomscan_db *db);
 const char *oomscan_db_checklist_id(const oomscan_db *db, size_t i);

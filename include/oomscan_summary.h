@@ -38,7 +38,8 @@ size_t oomscan_summary_bad_lines(const oomscan_summary *sum);
 
 typedef enum { OOMSCAN_SUMMARY_TEXT, OOMSCAN_SUMMARY_JSON } oomscan_summary_format;
 
-/* Write the summary (docs/summary.md): JSON keys `jobs`, `findings`, `groups` (each `class`, `phase`,
+/* Write the summary (docs/summary.md): JSON keys `jobs`, `findings`, `inputs_not_read`, `inputs_partial`,
+ * `jobs_not_scanned` (from input records and documents' inputs), `groups` (each `class`, `phase`,
  * `framework`, `jobs`, `findings`, `occurrences`) and `fingerprints` (each `id`, `class`, `jobs`,
  * `first`, `last`), or the same as a text table. Returns OOMSCAN_ERR_CANCELLED if `fn` asked to stop. */
 oomscan_status oomscan_summary_write(oomscan_summary *sum, oomscan_summary_format format, oomscan_write_fn fn,

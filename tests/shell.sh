@@ -124,6 +124,19 @@ empty error" ] && ok || bad "input records: exit $rc, $(jq -c 'select(.type == "
 "$oomscan" merge -f json "$t/in.ndjson" | jqe '.findings | length == 1' && ok ||
   bad "merge does not skip input records"
 
+# the summary counts the input records: a spool of three jobs, one pointed at an empty folder
+mkdir "$t/spool" "$t/spool-empty"
+"$oomscan" -f ndjson "$t/spool-empty" > "$t/spool/101.node1.ndjson" 2> /dev/null
+"$oomscan" -f ndjson "$log" "$t/no-such.log" > "$t/spool/102.node1.ndjson" 2> /dev/null
+"$oomscan" -f ndjson "$src/fixtures/golden/slurm-oom-kill.log" > "$t/spool/103.node1.ndjson"
+"$oomscan" summary --format json "$t/spool" | jqe '.jobs == 2 and .inputs_not_read == 2 and .inputs_partial == 0 and .jobs_not_scanned == 1' &&
+  ok || bad "summary of input records: $("$oomscan" summary --format json "$t/spool" | jq -c '{jobs, inputs_not_read, inputs_partial, jobs_not_scanned}')"
+"$oomscan" summary "$t/spool" | grep -q "^Inputs not scanned: 2 not read, 0 read in part; 1 job with nothing found had an input not read$" &&
+  ok || bad "the text summary does not count the inputs not read"
+"$oomscan" -f json "$log" "$t/no-such.log" > "$t/spool-doc.json" 2> /dev/null
+"$oomscan" summary --format json "$t/spool-doc.json" | jqe '.inputs_not_read == 1 and .jobs_not_scanned == 0' && ok ||
+  bad "summary of a JSON document does not count its unread input"
+
 # ---- item 16: .ci/setup installs what building and running needs; the tests' world is .ci/test's -----
 setup="$src/.ci/setup" citest="$src/.ci/test"
 for p in slurmd munge rsyslog prometheus python3-torch clang check jq zsh; do
@@ -154,6 +167,34 @@ if command -v script > /dev/null; then
     ok || bad "--explain list on a terminal lists no titles"
 fi
 
+# --explain rendered for a person (a terminal, or -f text): no Markdown, no internal source tags, prose
+# within the width, a setting whole on its own line
+COLUMNS=80 "$oomscan" --explain cuda_oom-backward -f text > "$t/xt.out"; rc=$?
+[ $rc -eq 0 ] && grep -q "^[0-9]*\. Turn on gradient checkpointing" "$t/xt.out" && ok || bad "--explain -f text: exit $rc, no step 1"
+# a step listed for one cause only says so (the leak steps: only when the diagnosis supports memory_leak)
+grep -q "^   Listed only when the diagnosis supports: memory_leak" "$t/xt.out" && ok || bad "--explain -f text: the leak step does not say when it is listed"
+! grep -Eq '^#|^\||^Source:|seed:|`' "$t/xt.out" && ok ||
+  bad "--explain -f text: Markdown or source tags left: $(grep -E '^#|^\||^Source:|seed:|`' "$t/xt.out" | head -n 3)"
+grep -qx "      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full" "$t/xt.out" && ok ||
+  bad "--explain -f text: the long setting is not whole on its own line"
+[ "$(grep -v '^      [^ ]' "$t/xt.out" | awk 'length > 80' | wc -l)" -eq 0 ] && ok ||
+  bad "--explain -f text: prose past 80 columns: $(grep -v '^      [^ ]' "$t/xt.out" | awk 'length > 80' | head -n 2)"
+"$oomscan" --explain cuda_oom-backward | grep -q '^## 1\.' && ok || bad "--explain into a pipe is not the Markdown page"
+if command -v script > /dev/null; then
+  script -qec "'$oomscan' --explain cuda_oom-backward" /dev/null | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' > "$t/xtty.out"
+  grep -q "^[0-9]*\. Turn on" "$t/xtty.out" && ! grep -q '^## ' "$t/xtty.out" && ok || bad "--explain on a terminal prints Markdown"
+fi
+# a finding's id: the PATHs are scanned and that finding's own checklist is explained, values filled in
+fid=$("$oomscan" -f json "$log" | jq -r '.findings[0].id')
+"$oomscan" --explain "$fid" "$log" > "$t/xf.out" 2> "$t/xf.err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^GPU out of memory during log-prob computation" "$t/xf.out" &&
+  grep -q "^  at .*verl-log-prob-oom.log:13" "$t/xf.out" && grep -q "Ruled out by the diagnosis: only 6.77 GiB" "$t/xf.out" &&
+  ok || bad "--explain FINDING-ID: exit $rc, $(head -n 3 "$t/xf.out") $(cat "$t/xf.err")"
+"$oomscan" --explain "$fid" -f json "$log" | jqe ".id == \"$fid\" and (.remediation.steps | length) > 0" && ok ||
+  bad "--explain FINDING-ID -f json is not the finding's object"
+"$oomscan" --explain 0123456789abcdef "$log" > /dev/null 2> "$t/xn.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "0123456789abcdef: no finding with this id" "$t/xn.err" && ok || bad "--explain unknown finding: exit $rc, $(cat "$t/xn.err")"
+
 # ---- item 13: filters people reach for: --roots, --class, --job ------------------------------------
 casc="$src/fixtures/golden/funasr-oom-cascade"
 "$oomscan" -f json --roots "$casc" | jqe '(.findings | length) == 1 and .findings[0].role == "root"' && ok ||
@@ -179,11 +220,62 @@ cp "$src/fixtures/golden/nccl-error-after-oom.log" "$t/jobs/slurm-888.out"
 "$oomscan" -f json "$src/fixtures/golden/xid79-fallen-off-bus.log" |
   jqe '[.findings[].remediation.steps[]?.settings[]?.text] | any(test("reason=Xid_79$"))' && ok || bad "the Xid is not filled in"
 
+# a setting the log never printed gets the framework's documented default, and says it is a suggestion
+"$oomscan" -f json "$log" > "$t/d.json"
+jqe '[.findings[].remediation.steps[].settings[] | select(.key == "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu")][0] |
+  .default == "16384" and .suggested == "12288" and (.default_source | test("^volcengine/verl:")) and (has("current") | not)' "$t/d.json" &&
+  ok || bad "no suggestion from verl's default: $(jq -c '[.findings[].remediation.steps[].settings[] | select(.key | test("log_prob_max_token"))]' "$t/d.json")"
+"$oomscan" "$log" | grep -q "^ *actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=12288  (a suggestion: the default is 16384; the log did not print this job's value)$" &&
+  ok || bad "the text report does not print the suggested value"
+# a job that printed its value gets current -> proposed, and no default (the override line is built here,
+# as a launch command prints it; it is not a real log line)
+{ echo "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=4096"; cat "$log"; } > "$t/printed.log"
+"$oomscan" -f json "$t/printed.log" | jqe '[.findings[].remediation.steps[].settings[] | select(.key == "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu")][0] |
+  .current == "4096" and .proposed == "3072" and (has("default") | not) and (has("suggested") | not)' && ok ||
+  bad "a printed value does not win over the default"
+
 # ---- item 6 (in part): a step the diagnosis rules out is marked so in Markdown too -------------------
 "$oomscan" -f markdown "$log" > "$t/r.md"
 n_ruled=$("$oomscan" -f json "$log" | jq '[.findings[].remediation.steps[]? | select(.premise_refuted)] | length')
 [ "$n_ruled" -ge 1 ] && [ "$(grep -c '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (only 6.77 GiB' "$t/r.md")" -eq "$n_ruled" ] &&
   ok || bad "Markdown shows a ruled-out step as a normal one ($n_ruled ruled out)"
+
+# advice by framework and version: a JAX or TensorFlow OOM gets its own allocator's settings, not PyTorch's
+# allocator or an inference engine's share; PyTorch 0.4-1.3's message rules out its memory history step
+steps_of() { "$oomscan" -f json "$1" | jq -c '[.findings[] | select(.role == "root") | .remediation.steps[] |
+  {id, refuted: (.premise_refuted.conclusion // null), set: [.settings[]?.text]}]'; }
+steps_of "$src/fixtures/corpus/cuda_oom-jax-13428.log" > "$t/jax.steps"
+jq -e '.[0].id == "xla_preallocation" and (.[0].set | any(test("^export XLA_PYTHON_CLIENT_PREALLOCATE=false$"))) and
+  (.[0].set | any(test("^export XLA_PYTHON_CLIENT_MEM_FRACTION="))) and
+  ([.[].set[]] | all(test("PYTORCH_CUDA_ALLOC_CONF|inference engine") | not))' "$t/jax.steps" > /dev/null && ok ||
+  bad "a JAX OOM's advice: $(head -c 400 "$t/jax.steps")"
+steps_of "$src/fixtures/corpus/cuda_oom-text-classification-models-tf-4.log" > "$t/tf.steps"
+jq -e '.[0].id == "tf_memory_growth" and (.[0].set[0] | test("set_memory_growth\\(gpu, True\\)")) and
+  ([.[].set[]] | all(test("PYTORCH_CUDA_ALLOC_CONF|XLA_PYTHON") | not))' "$t/tf.steps" > /dev/null && ok ||
+  bad "a TensorFlow OOM's advice: $(head -c 400 "$t/tf.steps")"
+steps_of "$src/fixtures/corpus/cuda_oom-pytorch-18853.log" > "$t/v0.steps"
+jq -e '(map(select(.id == "memory_snapshot"))[0].refuted == "torch_v0_no_history") and
+  ([.[] | select(.refuted == null) | .set[]] | all(test("_record_memory_history|expandable_segments") | not))' "$t/v0.steps" > /dev/null && ok ||
+  bad "a PyTorch 0.4-1.3 OOM is told to record memory history: $(head -c 600 "$t/v0.steps")"
+
+# a finding read from flight-recorder dumps is not told to turn the recorder on, nor to find the rank
+# that failed first: both steps are ruled out, with the rank the dumps name
+"$oomscan" -f json "$src/fixtures/dumps/flight_recorder" > "$t/fr.json" 2> /dev/null
+jqe '[.findings[] | select(.first.kind == "flight_recorder")][0] | ([.remediation.steps[] | select(.premise_refuted.conclusion == "flight_recorder_read") | .id] | sort) == ["first_failing_rank", "flight_recorder"] and
+  (.diagnosis.conclusions | any(.what | test("rank 6")))' "$t/fr.json" && ok ||
+  bad "flight-recorder finding: $(jq -c '[.findings[0].remediation.steps[] | [.id, .premise_refuted.conclusion]]' "$t/fr.json")"
+"$oomscan" -f markdown "$src/fixtures/dumps/flight_recorder" 2> /dev/null | grep -q '^[0-9]*\. \*\*Ruled out by the diagnosis\*\* (this finding was read from the NCCL flight recorder' &&
+  ok || bad "Markdown does not mark the flight recorder step as ruled out"
+
+# a prlimit refusal in backward (the training process, no DataLoader worker) gets the process's limits
+# first, not the loader's workers; a DataLoader worker's own MemoryError keeps the loader step first
+"$oomscan" -f json "$src/fixtures/realjobs/backward_host_oom" 2> /dev/null |
+  jqe '[.findings[] | select(.role == "root")][0] | .remediation.steps[0].id == "address_space_limits" and
+    .remediation.steps[0].first_because.conclusion == "main_process_refused"' && ok ||
+  bad "backward host OOM: first step $("$oomscan" -f json "$src/fixtures/realjobs/backward_host_oom" 2> /dev/null | jq -c '[.findings[] | select(.role == "root")][0].remediation.steps[0].id')"
+"$oomscan" -f json "$src/fixtures/realjobs/dataloader_memory_error" 2> /dev/null |
+  jqe '[.findings[] | select(.role == "root")][0].remediation.steps[0].id == "fewer_loader_workers"' && ok ||
+  bad "a DataLoader worker's MemoryError lost the loader step first"
 
 # --since / --until: log time of the first occurrence (the kernel's 2019-03-14T01:57:54 kill)
 kern="$src/fixtures/golden/kernel-oom-legacy-pair.log"

@@ -115,6 +115,21 @@ static cJSON *settings_json(const pdb *db, const cJSON *list, const cJSON *diag,
                 cJSON_AddNumberToObject(at, "line", (double)e->line);
                 cJSON_AddStringToObject(at, "key", e->path);
             }
+            cJSON_DeleteItemFromObjectCaseSensitive(set, "default");
+            cJSON_DeleteItemFromObjectCaseSensitive(set, "default_source");
+        } else if (json_str(set, "default")) {
+            /* the log never printed the job's value: the framework's documented default (cited in
+             * the data) gives a concrete value, written as a suggestion (issue 33 item 4) */
+            char suggested[128];
+            const char *ch = json_str(set, "change");
+            int numeric = ch && (!strcmp(ch, "halve") || !strcmp(ch, "double") || !strcmp(ch, "decrease") ||
+                                 !strcmp(ch, "increase"));
+            if (numeric && config_propose(ch, json_str(set, "default"), suggested, sizeof suggested) == CONFIG_PROPOSED)
+                cJSON_AddStringToObject(set, "suggested", suggested);
+            else {
+                cJSON_DeleteItemFromObjectCaseSensitive(set, "default");
+                cJSON_DeleteItemFromObjectCaseSensitive(set, "default_source");
+            }
         }
         if (setting_publish(set) != 0) {
             cJSON_Delete(arr);
@@ -186,6 +201,27 @@ static placed place(const pdb *db, const cJSON *st, int i, const char *fwname, i
     return p;
 }
 
+/* Whether `list` (a JSON array of framework names) names fw. */
+static int names_framework(const cJSON *list, const char *fw)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    if (cJSON_IsString(x) && fw && strcmp(x->valuestring, fw) == 0)
+        return 1;
+    return 0;
+}
+
+/* A step written for some frameworks only ("only_for": JAX's preallocation) or wrong for some
+ * ("not_for": PyTorch's allocator for a JAX or TensorFlow job) is given by the job's framework
+ * (issue 33 item 6). A job of no known framework gets every step but the "only_for" ones. */
+static int step_applies(const cJSON *st, const char *fw)
+{
+    const cJSON *only = cJSON_GetObjectItemCaseSensitive(st, "only_for");
+    if (only && !names_framework(only, fw))
+        return 0;
+    return !names_framework(cJSON_GetObjectItemCaseSensitive(st, "not_for"), fw);
+}
+
 static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSON *diag, const config_view *cfg,
                              const char *job)
 {
@@ -217,7 +253,7 @@ static cJSON *checklist_json(const pdb *db, const finding *f, int fw, const cJSO
     {
         /* a step for one cause only (the leak steps): listed when a conclusion supports that cause */
         const cJSON *only = cJSON_GetObjectItemCaseSensitive(st, "only_when");
-        if (only && conclusion_on(db, diag, only, "supports", &c1) < 0)
+        if (!step_applies(st, fwname) || (only && conclusion_on(db, diag, only, "supports", &c1) < 0))
             continue;
         order[i] = place(db, st, i, fwname, fw, diag);
         i++;

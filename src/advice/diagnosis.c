@@ -187,6 +187,10 @@ static void cuda_oom(const pdb *db, const finding *f, const config_view *cfg, co
         conclude(db, arr, "old_allocator", &v);
     else if (torch_old)
         conclude(db, arr, "torch_predates_expandable", &v);
+    /* PyTorch 0.4-1.3 ended the message with "N cached)": that PyTorch has no memory history recorder
+     * (issue 33 item 6), whatever version a later line may print */
+    if (f->pattern && f->pattern->id && strcmp(f->pattern->id, "cuda_oom.torch_v0_cached") == 0)
+        conclude(db, arr, "torch_v0_no_history", &v);
     /* PyTorch 2.1-2.3 list every process on the GPU as "Process N has X memory in use", the failing
      * one included; later versions print the failing one apart ("this process has ...") and list only
      * the others. So without that clause, exactly one listed entry is the failing process: the one
@@ -321,6 +325,31 @@ static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, c
         !cJSON_GetObjectItemCaseSensitive(f->memory, "signo")) {
         var(&v, "signal", "%.40s", sig->valuestring);
         conclude(db, arr, "fault_handler_on", &v);
+    }
+    /* an allocation the training process itself was refused in a known phase other than data loading
+     * (no DataLoader worker named): a limit on the process comes before the loader's workers (issue 33
+     * item 6: a prlimit refusal in backward was told to use fewer loader workers first) */
+    if (f->cls == CLS_HOST_MEMORY_ERROR && f->phase != PH_UNKNOWN && f->phase != PH_DATA_LOADING) {
+        int in_worker = 0;
+        for (size_t k = 0; k < f->n_evidence && !in_worker; k++)
+            in_worker = strstr(f->evidence[k], "DataLoader worker") != NULL || strstr(f->evidence[k], "worker process") != NULL;
+        if (!in_worker) {
+            var(&v, "phase", "%s", tax_phase_name(f->phase));
+            conclude(db, arr, "main_process_refused", &v);
+        }
+    }
+    /* a finding read from the NCCL flight recorder's dumps: the recorder is on, and its dumps already
+     * name the ranks that never joined (issue 33 item 6) */
+    const cJSON *missing = cJSON_GetObjectItemCaseSensitive(f->memory, "missing_ranks");
+    const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(f->memory, "waiting_ranks");
+    if ((f->first.kind && strcmp(f->first.kind, "flight_recorder") == 0) || (missing && waiting)) {
+        const cJSON *seq = cJSON_GetObjectItemCaseSensitive(f->memory, "seq");
+        var(&v, "seq", "%d", cJSON_IsNumber(seq) ? seq->valueint : 0);
+        if (cJSON_IsNumber(missing)) {
+            var(&v, "missing", "%d", missing->valueint);
+            conclude(db, arr, "flight_recorder_read", &v);
+        } else /* the dumps compared the ranks (a mismatch): the recorder is on, no rank is missing */
+            conclude(db, arr, "flight_recorder_on", &v);
     }
     /* torchelastic prints "error_file: <N/A>" when the worker wrote none. Only what the finding itself
      * carries is used (its memory, its evidence), not the job's settings: records merged from several

@@ -58,6 +58,16 @@ int remedy_markdown(const pdb_checklist *c, oomscan_write_fn fn, void *ud)
             w(&m, " (`memory_leak`: the job's own memory telemetry climbed before the failure, "
                   "`memory_trend` with verdict `growth`); first then.\n\n");
         }
+        /* the frameworks a step is given to or kept from (advice.c, step_applies) */
+        static const char *const scope[][2] = {{"only_for", "Only for a job of"}, {"not_for", "Not given to a job of"}};
+        for (size_t k = 0; k < 2; k++) {
+            const cJSON *fws = cJSON_GetObjectItemCaseSensitive(st, scope[k][0]), *x;
+            if (cJSON_GetArraySize(fws) == 0)
+                continue;
+            w(&m, "%s:", scope[k][1]);
+            cJSON_ArrayForEach(x, fws) w(&m, " `%s`", cJSON_IsString(x) ? x->valuestring : "?");
+            w(&m, ".\n\n");
+        }
         if (json_str(st, "why"))
             w(&m, "Why: %s\n\n", json_str(st, "why"));
         if (json_str(st, "tradeoff"))

@@ -115,6 +115,11 @@ void setting_text(const cJSON *set, char *buf, size_t cap)
         snprintf(buf, cap, "%s", key);
         return;
     }
+    const char *sug = json_str(set, "suggested"), *def = json_str(set, "default");
+    if (!cur && !v && sug && def && typed(form, key, sug, 0, 0, line, sizeof line)) {
+        snprintf(buf, cap, "%s  (a suggestion: the default is %s; the log did not print this job's value)", line, def);
+        return;
+    }
     if (v && typed(form, key, v, is_switch && !pro, on, line, sizeof line)) {
         if (cur && pro)
             snprintf(buf, cap, "%s  (%s -> %s)", line, cur, pro);

@@ -20,10 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "oomscan.h"
 #include "opterr.h"
 #include "progress.h"
 #include "summary_cmd.h"
+#include "membuf.h"
 
 #define EXIT_NONE 0
 #define EXIT_FOUND 1
@@ -54,7 +57,7 @@ static void usage(FILE *f)
           "      --jira-project KEY  Jira project key (default: $OOMSCAN_JIRA_PROJECT)\n"
           "      --roots, --class C[,C], --job ID, --since/--until TIME  only those\n"
           "      --patterns DIR  add data files; --check-patterns [DIR], --list-patterns\n"
-          "      --explain ID      print remediation checklist ID (\"list\" lists them)\n"
+          "      --explain ID [PATH]  checklist (\"list\" lists them), or finding ID in PATH\n"
           "  -V, --version  print the version;  -h, --help  print this help\n"
           "Exit: 0 no failure found, 1 failure(s) found, 2 trouble or nothing read.\n",
           f);
@@ -284,7 +287,8 @@ typedef struct {
     const char *user_dirs[32];
     size_t n_user;
     int color_mode; /* 0 auto, 1 always, -1 never */
-    int check, list, quiet, merge_mode, full_checklist, binary, no_progress, roots;
+    int check, list, quiet, merge_mode, full_checklist, binary, no_progress, roots, format_given;
+    int explain_finding; /* --explain took a finding's id: scan PATHs, then explain that finding */
     const char *classes, *only_job, *since, *until;
     const char *exclude[64];
     size_t n_exclude;
@@ -467,6 +471,7 @@ static int parse_options(int argc, char **argv, cli_opts *o)
             return EXIT_TROUBLE;
         }
     }
+    o->format_given = format_given;
     /* merge and --follow write NDJSON unless told otherwise: both feed other programs */
     if ((o->merge_mode || o->follow) && !format_given)
         o->out.format = OOMSCAN_FMT_NDJSON;
@@ -525,6 +530,39 @@ static int write_nothing(void *ud, const char *data, size_t len)
     return 0;
 }
 
+/* A finding's id (docs/output.md, "The fingerprint"): 16 lowercase hex digits. */
+static int is_finding_id(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == 16 && !s[n];
+}
+
+/* --explain as Markdown (into a pipe: the page docs/remediation/ holds, or -f markdown) or rendered for
+ * a person (a terminal, or -f text). */
+static int explain_as_text(const cli_opts *o)
+{
+    if (o->format_given)
+        return o->out.format == OOMSCAN_FMT_TEXT;
+    return isatty(STDOUT_FILENO);
+}
+
+static unsigned report_width(int to_file);
+static int want_color(int mode, int to_file);
+
+/* --explain CHECKLIST: the page, as Markdown or rendered for a terminal. */
+static oomscan_status explain_checklist(const oomscan_db *db, const cli_opts *o, oomscan_diag *diag)
+{
+    if (!explain_as_text(o))
+        return oomscan_explain(db, o->explain, write_file, stdout, diag);
+    membuf m = {0};
+    oomscan_status st = oomscan_explain(db, o->explain, membuf_write, &m, diag);
+    if (!st)
+        st = oomscan_explain_page_text(m.data ? m.data : "", m.len, want_color(o->color_mode, 0), report_width(0), write_file,
+                                       stdout);
+    free(m.data);
+    return st;
+}
+
 /* The pattern database, and the commands that only read it (--check-patterns, --list-patterns,
  * --explain). Returns -1 with *dbp set to go on scanning, or the exit status (*dbp then to be freed,
  * NULL when loading failed). */
@@ -576,7 +614,9 @@ static int load_db(const cli_opts *o, int argc, char **argv, oomscan_db **dbp)
             int titles = isatty(STDOUT_FILENO);
             for (size_t i = 0; i < oomscan_db_checklist_count(db); i++)
                 printf(titles ? "%-32s %s\n" : "%s\n", oomscan_db_checklist_id(db, i), oomscan_db_checklist_title(db, i));
-        } else if (oomscan_explain(db, o->explain, write_file, stdout, &diag) != OOMSCAN_OK) {
+        } else if (is_finding_id(o->explain)) {
+            return -1; /* a finding's id: main scans the PATHs and explains it */
+        } else if (explain_checklist(db, o, &diag) != OOMSCAN_OK) {
             const char *near = errno == EPIPE ? NULL : oomscan_db_checklist_closest(db, o->explain);
             if (near)
                 complain("%s: no checklist with this id; did you mean %s? (oomscan --explain list)", o->explain, near);
@@ -587,6 +627,44 @@ static int load_db(const cli_opts *o, int argc, char **argv, oomscan_db **dbp)
         return rc;
     }
     return -1;
+}
+
+/* --explain FINDING-ID PATH...: the scan's JSON document is made in memory and the finding with that
+ * id is explained, rendered (or its JSON object with -f json). *rc becomes 2 when no finding has that
+ * id; 0 otherwise (it is an explanation, not a scan's verdict). */
+static oomscan_status explain_finding(oomscan_scan *scan, const cli_opts *o, const oomscan_output *out, FILE *dest,
+                                      int *rc)
+{
+    oomscan_output js = *out;
+    js.format = OOMSCAN_FMT_JSON;
+    membuf m = {0};
+    oomscan_status st = oomscan_scan_write(scan, &js, membuf_write, &m);
+    cJSON *doc = st ? NULL : cJSON_ParseWithLength(m.data ? m.data : "", m.len);
+    free(m.data);
+    const cJSON *f = NULL, *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "findings"))
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        if (cJSON_IsString(id) && strcmp(id->valuestring, o->explain) == 0)
+            f = it;
+    }
+    if (!f) {
+        complain("%s: no finding with this id in what was scanned (%d finding(s); oomscan -f json PATH | jq '.findings[].id')",
+                 o->explain, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "findings")));
+        cJSON_Delete(doc);
+        *rc = EXIT_TROUBLE;
+        return st;
+    }
+    char *text = cJSON_PrintUnformatted(f);
+    if (!text)
+        st = OOMSCAN_ERR_NOMEM;
+    else if (o->format_given && out->format == OOMSCAN_FMT_JSON)
+        st = write_file(dest, text, strlen(text)) || write_file(dest, "\n", 1) ? OOMSCAN_ERR_IO : OOMSCAN_OK;
+    else
+        st = oomscan_explain_finding_text(text, strlen(text), out->color, out->width, write_file, dest);
+    free(text);
+    cJSON_Delete(doc);
+    return st;
 }
 
 /* Many inputs (several paths, a folder): the heap grows 4 MiB at a time. What a run keeps of each
@@ -639,7 +717,19 @@ int main(int argc, char **argv)
     const char *stdin_only[] = {"-"};
     const char *const *paths = (const char *const *)argv + optind;
     size_t n_paths = (size_t)(argc - optind);
+    o.explain_finding = o.explain != NULL; /* load_db went on: the id is a finding's */
+    if (o.explain_finding && (follow || merge_mode || state_file)) {
+        fprintf(stderr, "oomscan: --explain FINDING-ID scans PATHs: not with --follow, --state or merge\n");
+        oomscan_db_free(db);
+        return EXIT_TROUBLE;
+    }
     if (n_paths == 0 && !follow) {
+        if (isatty(STDIN_FILENO) && o.explain_finding) {
+            fprintf(stderr, "oomscan: %s is a finding's id: give the logs it was found in (oomscan --explain ID PATH...)\n",
+                    o.explain);
+            oomscan_db_free(db);
+            return EXIT_TROUBLE;
+        }
         if (isatty(STDIN_FILENO)) {
             fprintf(stderr, "oomscan: no PATH, and standard input is a terminal; usage: oomscan --help\n");
             oomscan_db_free(db);
@@ -741,10 +831,12 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < oomscan_scan_input_errors(scan); i++)
             complain("%s", oomscan_scan_input_error(scan, i));
         oomscan_status wst = OOMSCAN_OK;
-        if (!broken)
+        if (o.explain_finding)
+            wst = explain_finding(scan, &o, &out, dest, &rc);
+        else if (!broken)
             wst = oomscan_scan_write(scan, &out, report_fn, dest);
         /* --state reports only what earlier runs did not: a re-run with nothing new found nothing new */
-        if (!rc && oomscan_scan_finding_count(scan) > 0 && (!state || g_records > 0))
+        if (!rc && !o.explain_finding && oomscan_scan_finding_count(scan) > 0 && (!state || g_records > 0))
             rc = EXIT_FOUND;
         if (oomscan_scan_input_errors(scan) > 0)
             rc = EXIT_TROUBLE;

@@ -18,29 +18,7 @@
 #include "oomscan_summary.h"
 #include "opterr.h"
 #include "summary_cmd.h"
-
-typedef struct {
-    char *data;
-    size_t len, cap;
-} buf_t;
-
-static int buf_write(void *ud, const char *data, size_t len)
-{
-    buf_t *b = ud;
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap : 4096);
-        while (cap < b->len + len + 1)
-            cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (!p)
-            return 1;
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-    return 0;
-}
+#include "membuf.h"
 
 static int write_stdout(void *ud, const char *data, size_t len)
 {
@@ -49,13 +27,13 @@ static int write_stdout(void *ud, const char *data, size_t len)
 }
 
 /* Read all of `f` into `b` (cleared first). */
-static int slurp(FILE *f, buf_t *b)
+static int slurp(FILE *f, membuf *b)
 {
     char chunk[65536];
     size_t n;
     b->len = 0;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (buf_write(b, chunk, n))
+        if (membuf_write(b, chunk, n))
             return -1;
     return ferror(f) ? -1 : 0;
 }
@@ -75,7 +53,7 @@ static int looks_ndjson(const char *path)
 
 typedef struct {
     oomscan_summary *sum;
-    buf_t buf;
+    membuf buf;
     int rc;
 } ctx_t;
 
@@ -214,11 +192,11 @@ int summary_main(int argc, char **argv)
         oomscan_scan *scan = NULL;
         oomscan_options so = {0};
         oomscan_output out = {.format = OOMSCAN_FMT_NDJSON};
-        buf_t nd = {0};
+        membuf nd = {0};
         if (oomscan_db_new(&db, &d) != OOMSCAN_OK || oomscan_db_compile(db, &d) != OOMSCAN_OK ||
             oomscan_scan_new(&scan, db, &so, &d) != OOMSCAN_OK ||
             oomscan_scan_paths(scan, (const char *const *)logv, n_logs, &d) != OOMSCAN_OK ||
-            oomscan_scan_write(scan, &out, buf_write, &nd) != OOMSCAN_OK) {
+            oomscan_scan_write(scan, &out, membuf_write, &nd) != OOMSCAN_OK) {
             fprintf(stderr, "oomscan summary: %s%s%s\n", d.where, d.where[0] ? ": " : "", d.msg);
             c.rc = 2;
         } else {

@@ -12,6 +12,35 @@
 #define GiB 1073741824.0
 #define MiB 1048576.0
 
+/* buf as a decimal number, as strtod reads it: a plain decimal of at most 15 digits is its digits over
+ * a power of ten, both exact doubles, so the one division rounds as strtod does (Clinger's fast path);
+ * anything else goes to strtod. The metrics lines' numbers made strtod a tenth of the 512 rank files
+ * (issue 33 item 17). *end as strtod sets it. */
+static double decimal(const char *buf, char **end)
+{
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    const char *p = buf;
+    long long m = 0;
+    int digits = 0, frac = -1;
+    for (;; p++) {
+        if (*p >= '0' && *p <= '9') {
+            m = m * 10 + (*p - '0');
+            if (++digits > 15)
+                return strtod(buf, end);
+            if (frac >= 0)
+                frac++;
+        } else if (*p == '.' && frac < 0) {
+            frac = 0;
+        } else {
+            break;
+        }
+    }
+    if (!digits || *p == 'e' || *p == 'E')
+        return strtod(buf, end);
+    *end = (char *)p;
+    return frac > 0 ? (double)m / p10[frac] : (double)m;
+}
+
 /* The number after `key` (and any spaces, '=' or ':') where key starts a word in s[0..n); -1 when
  * absent or not a number. */
 static double num_after(const char *s, size_t n, const char *key)
@@ -32,7 +61,7 @@ static double num_after(const char *s, size_t n, const char *key)
             buf[k++] = *q++;
         buf[k] = 0;
         char *e;
-        double v = strtod(buf, &e);
+        double v = decimal(buf, &e);
         return e == buf || !isfinite(v) || v < 0 ? -1 : v;
     }
     return -1;
@@ -51,16 +80,55 @@ static double verl_value(const char *s, size_t n, const char *key)
         buf[k++] = *q;
     buf[k] = 0;
     char *e;
-    double v = strtod(buf, &e);
+    double v = decimal(buf, &e);
     return e == buf || !isfinite(v) ? -1 : v;
 }
 
+/* verl's three memory metrics in one pass over the line: every "_gb:" and the key before it (five
+ * memmem over a step line of kilobytes were a tenth of the 512 rank files, issue 33 item 17). Returns
+ * whether the line has max_memory_allocated_gb or cpu_memory_used_gb, as the test before did. */
+static int verl_memory(const char *s, size_t n, double *alloc, double *reserved, double *host)
+{
+    static const struct {
+        const char *key; /* the text before "_gb:" */
+        size_t len;
+        int which;
+    } keys[] = {{"perf/max_memory_allocated", 25, 0}, {"perf/max_memory_reserved", 24, 1}, {"perf/cpu_memory_used", 20, 2}};
+    int found = 0;
+    const char *end = s + n;
+    /* each ':' and the "_gb" before it: memchr is vectorised, glibc's memmem for a short needle is not */
+    for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))) != NULL; c++) {
+        if (c - s < 3 || memcmp(c - 3, "_gb", 3) != 0)
+            continue;
+        const char *p = c - 3;
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            if ((size_t)(p - s) < keys[k].len || memcmp(p - keys[k].len, keys[k].key, keys[k].len) != 0)
+                continue;
+            double *out = keys[k].which == 0 ? alloc : keys[k].which == 1 ? reserved : host;
+            if (*out < 0) /* the first, as memmem found it before */
+                *out = verl_value(p, (size_t)(end - p), "_gb:");
+            found |= keys[k].which != 1;
+        }
+    }
+    return found;
+}
+
+/* The rank a line states ("[Rank 3]" Megatron's, "[rank3]:" a launcher's prefix), "" when none. The
+ * '[' are found with memchr: two memmem calls over every metrics line (verl's step line runs to
+ * kilobytes) were a tenth of the 512-rank-files benchmark (issue 33 item 17). "[Rank " is preferred
+ * where a line has both, as before. */
 static void rank_of(const char *s, size_t n, char *rank, size_t cap)
 {
     rank[0] = 0;
-    const char *p = memmem(s, n, "[Rank ", 6);
-    if (!p)
-        p = memmem(s, n, "[rank", 5);
+    const char *p = NULL, *end = s + n;
+    for (const char *b = s; (b = memchr(b, '[', (size_t)(end - b))) != NULL; b++) {
+        if ((size_t)(end - b) >= 6 && memcmp(b, "[Rank ", 6) == 0) {
+            p = b;
+            break;
+        }
+        if (!p && (size_t)(end - b) >= 5 && memcmp(b, "[rank", 5) == 0)
+            p = b;
+    }
     if (!p)
         return;
     p += p[1] == 'R' ? 6 : 5;
@@ -78,7 +146,9 @@ static size_t add(telemetry_sample *out, size_t max, size_t k, const char *metri
     out[k].metric = metric;
     out[k].x = x;
     out[k].bytes = bytes;
-    snprintf(out[k].rank, sizeof out[k].rank, "%s", rank);
+    size_t rl = strnlen(rank, sizeof out[k].rank - 1); /* not snprintf: three a metrics line */
+    memcpy(out[k].rank, rank, rl);
+    out[k].rank[rl] = 0;
     return k + 1;
 }
 
@@ -87,14 +157,13 @@ size_t telemetry_parse(const char *s, size_t n, telemetry_sample *out, size_t ma
     size_t k = 0;
     char rank[16];
     rank_of(s, n, rank, sizeof rank);
-    if (memmem(s, n, "perf/max_memory_allocated_gb:", 29) || memmem(s, n, "perf/cpu_memory_used_gb:", 24)) {
+    double va = -1, vr = -1, vh = -1;
+    if (verl_memory(s, n, &va, &vr, &vh)) {
         /* verl: "step:N - key:value - ..." */
         double step = num_after(s, n, "step:");
-        double a = verl_value(s, n, "perf/max_memory_allocated_gb:"), r = verl_value(s, n, "perf/max_memory_reserved_gb:"),
-               h = verl_value(s, n, "perf/cpu_memory_used_gb:");
-        k = add(out, max, k, "gpu_max_allocated", step, a < 0 ? -1 : a * GiB, rank);
-        k = add(out, max, k, "gpu_max_reserved", step, r < 0 ? -1 : r * GiB, rank);
-        k = add(out, max, k, "host_used", step, h < 0 ? -1 : h * GiB, rank);
+        k = add(out, max, k, "gpu_max_allocated", step, va < 0 ? -1 : va * GiB, rank);
+        k = add(out, max, k, "gpu_max_reserved", step, vr < 0 ? -1 : vr * GiB, rank);
+        k = add(out, max, k, "host_used", step, vh < 0 ? -1 : vh * GiB, rank);
         return k;
     }
     if (memmem(s, n, "Max_MA ", 7)) {
@@ -156,17 +225,69 @@ static void series_path(char *buf, size_t cap, const char *metric, const char *r
         snprintf(buf, cap, "telemetry/%s", metric);
 }
 
+/* A whole number as the series writes it (%.0f), read without strtod: a job's series is read back and
+ * written again at the end of each of its sources, and 512 rank files of one job made the conversions
+ * a fifth of the run (issue 33 item 17). Anything else (a fraction, an exponent, 16 digits or more) is
+ * left to strtod. */
+static double read_num(const char *v, char **end)
+{
+    const char *p = v;
+    int neg = *p == '-';
+    p += neg;
+    long long n = 0;
+    const char *d = p;
+    while (*p >= '0' && *p <= '9' && p - d < 15)
+        n = n * 10 + (*p++ - '0');
+    if (p == d || (*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E')
+        return strtod(v, end);
+    *end = (char *)p;
+    return neg ? -(double)n : (double)n;
+}
+
+/* Append " x" (no blank first) as %.0f writes it: whole numbers below 1e15 by hand, the rest by
+ * snprintf. Returns the bytes written, or 0 when it did not fit. */
+static size_t put_num(char *buf, size_t cap, double x, int blank)
+{
+    if (!(fabs(x) < 1e15))
+        goto slow;
+    double r = nearbyint(x); /* the rounding %.0f does (to even, in the default mode) */
+    long long n = (long long)r;
+    char tmp[24];
+    size_t k = 0;
+    unsigned long long u = n < 0 ? (unsigned long long)-n : (unsigned long long)n;
+    do
+        tmp[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    /* "-0" for a negative that rounds to zero, as %.0f writes it */
+    int neg = n < 0 || (n == 0 && signbit(r));
+    size_t need = (size_t)blank + (size_t)neg + k;
+    if (need >= cap)
+        return 0;
+    size_t w = 0;
+    if (blank)
+        buf[w++] = ' ';
+    if (neg)
+        buf[w++] = '-';
+    while (k)
+        buf[w++] = tmp[--k];
+    buf[w] = 0;
+    return w;
+slow:;
+    int m = snprintf(buf, cap, "%s%.0f", blank ? " " : "", x);
+    return m < 0 || (size_t)m >= cap ? 0 : (size_t)m;
+}
+
 /* A series is its points as text, "x:v x:v ...", the oldest first. */
 static size_t parse_points(const char *v, double *xs, double *ys, size_t max)
 {
     size_t k = 0;
     while (v && *v && k < max) {
         char *e;
-        double x = strtod(v, &e);
+        double x = read_num(v, &e);
         if (e == v || *e != ':')
             break;
         v = e + 1;
-        double y = strtod(v, &e);
+        double y = read_num(v, &e);
         if (e == v)
             break;
         xs[k] = x;
@@ -329,6 +450,7 @@ typedef struct {
 struct telemetry_acc {
     acc_series s[ACC_SERIES];
     size_t n;
+    uint64_t last_line; /* the line read last: a line with two literals (verl's step line) is read once */
 };
 
 telemetry_acc *telemetry_acc_new(void) { return calloc(1, sizeof(telemetry_acc)); }
@@ -336,12 +458,16 @@ void telemetry_acc_free(telemetry_acc *a) { free(a); }
 void telemetry_acc_reset(telemetry_acc *a)
 {
     if (a)
-        a->n = 0;
+        a->n = 0, a->last_line = 0;
 }
 int telemetry_acc_any(const telemetry_acc *a) { return a && a->n > 0; }
 
 int telemetry_acc_line(telemetry_acc *a, const char *s, size_t n, const char *rank, uint64_t line)
 {
+    /* its second literal: the points were taken at the first (issue 33 item 17: half the parses) */
+    if (line && line == a->last_line)
+        return 0;
+    a->last_line = line;
     telemetry_sample smp[8];
     size_t k = telemetry_parse(s, n, smp, 8);
     for (size_t i = 0; i < k; i++) {
@@ -411,10 +537,16 @@ int telemetry_acc_flush(telemetry_acc *a, struct config_store **st, const char *
                 x = se->x[at] + base;
                 y = se->y[at];
             }
-            int w = snprintf(v + len, CAP - len, "%s%.0f:%.0f", len ? " " : "", x, y);
-            if (w < 0 || (size_t)w >= CAP - len)
+            size_t wx = put_num(v + len, CAP - len, x, len != 0);
+            if (!wx || len + wx + 1 >= CAP)
                 break;
-            len += (size_t)w;
+            v[len + wx] = ':';
+            size_t wy = put_num(v + len + wx + 1, CAP - len - wx - 1, y, 0);
+            if (!wy) {
+                v[len] = 0;
+                break;
+            }
+            len += wx + 1 + wy;
         }
         int rc = config_put(st, path, v, job ? job : "", file, se->line);
         free(v);

@@ -25,6 +25,12 @@ typedef struct {
 struct oomscan_summary {
     rec *v;
     size_t n, cap, seq, bad;
+    /* inputs that were not read (status error) or read in part, from NDJSON's input records and a
+     * document's inputs[] (issue 33: a spool alone tells what could not be scanned); the jobs of the
+     * unread ones, to count the jobs with nothing found where something was not read */
+    size_t inputs_error, inputs_partial;
+    char **unread_jobs;
+    size_t n_unread, cap_unread;
 };
 
 oomscan_status oomscan_summary_new(oomscan_summary **out, oomscan_diag *diag)
@@ -50,6 +56,9 @@ void oomscan_summary_free(oomscan_summary *sum)
     for (size_t i = 0; i < sum->n; i++)
         rec_free(&sum->v[i]);
     free(sum->v);
+    for (size_t i = 0; i < sum->n_unread; i++)
+        free(sum->unread_jobs[i]);
+    free(sum->unread_jobs);
     free(sum);
 }
 
@@ -122,13 +131,55 @@ static char *fleet_id(const cJSON *o, const char *cls, const char *id)
 static oomscan_status add_finding(oomscan_summary *sum, const cJSON *o, const char *name, time_t mtime,
                                   oomscan_diag *diag);
 
+/* An input that was not read cleanly (an NDJSON input record, or a document's inputs[] entry): counted,
+ * and an unread one's job kept. A clean input ("ok") counts nothing. */
+static oomscan_status add_input(oomscan_summary *sum, const cJSON *in, const char *job_of, const char *name,
+                                oomscan_diag *diag)
+{
+    const char *status = str_or(in, "status", "");
+    if (!strcmp(status, "partial")) {
+        sum->inputs_partial++;
+        return OOMSCAN_OK;
+    }
+    if (strcmp(status, "error") != 0)
+        return OOMSCAN_OK;
+    sum->inputs_error++;
+    if (sum->n_unread == sum->cap_unread) {
+        size_t cap = sum->cap_unread ? sum->cap_unread * 2 : 16;
+        char **v = realloc(sum->unread_jobs, cap * sizeof *v);
+        if (!v)
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, name, "out of memory");
+        sum->unread_jobs = v;
+        sum->cap_unread = cap;
+    }
+    char *job = job_of ? strdup(job_of) : record_job(in, name);
+    if (!job)
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, name, "out of memory");
+    sum->unread_jobs[sum->n_unread++] = job;
+    return OOMSCAN_OK;
+}
+
 /* One parsed record: a finding (NDJSON), or a whole JSON document whose findings are added. */
 static oomscan_status add_record(oomscan_summary *sum, const cJSON *o, const char *name, time_t mtime,
                                  oomscan_diag *diag)
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(o, "findings");
+    if (!strcmp(str_or(o, "type", ""), "input"))
+        return add_input(sum, o, NULL, name, diag);
     if (cJSON_IsArray(all) && cJSON_GetObjectItemCaseSensitive(o, "schema")) {
-        const cJSON *f;
+        const cJSON *f, *in;
+        /* a document's inputs name no job: the job its findings agree on, else the document's name */
+        const cJSON *first = cJSON_GetArrayItem(all, 0);
+        char *doc_job = first ? record_job(first, name) : record_job(o, name);
+        cJSON_ArrayForEach(in, cJSON_GetObjectItemCaseSensitive(o, "inputs"))
+        {
+            oomscan_status st = add_input(sum, in, doc_job, name, diag);
+            if (st != OOMSCAN_OK) {
+                free(doc_job);
+                return st;
+            }
+        }
+        free(doc_job);
         cJSON_ArrayForEach(f, all)
         {
             oomscan_status st = add_finding(sum, f, name, mtime, diag);
@@ -308,10 +359,43 @@ static int same_id(const rec *a, const rec *b) { return !strcmp(a->id, b->id); }
 typedef sink out_t;
 #define put(o, ...) sink_printf((o), __VA_ARGS__) /* base/sink.h */
 
-static void write_text(out_t *o, size_t jobs, size_t roots, const tally *g, size_t ng, const tally *f, size_t nf)
+static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Jobs with an unread input and no finding: what an epilog pointed at the wrong folder leaves. The
+ * records are sorted by job already (oomscan_summary_write). */
+static size_t jobs_not_scanned(oomscan_summary *sum)
+{
+    if (!sum->n_unread)
+        return 0; /* qsort takes no NULL array, even empty */
+    qsort(sum->unread_jobs, sum->n_unread, sizeof *sum->unread_jobs, by_str);
+    size_t n = 0;
+    for (size_t i = 0; i < sum->n_unread; i++) {
+        if (i && !strcmp(sum->unread_jobs[i], sum->unread_jobs[i - 1]))
+            continue;
+        int found = 0;
+        for (size_t lo = 0, hi = sum->n; lo < hi && !found;) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = cmp_str(sum->v[mid].job, sum->unread_jobs[i]);
+            if (!c)
+                found = 1;
+            else if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        n += !found;
+    }
+    return n;
+}
+
+static void write_text(out_t *o, const oomscan_summary *sum, size_t not_scanned, size_t jobs, size_t roots,
+                       const tally *g, size_t ng, const tally *f, size_t nf)
 {
     put(o, "oomscan summary: %zu job%s, %zu root failure%s\n", jobs, jobs == 1 ? "" : "s", roots,
         roots == 1 ? "" : "s");
+    if (sum->inputs_error || sum->inputs_partial)
+        put(o, "Inputs not scanned: %zu not read, %zu read in part; %zu job%s with nothing found had an input not read\n",
+            sum->inputs_error, sum->inputs_partial, not_scanned, not_scanned == 1 ? "" : "s");
     if (ng) {
         put(o, "\nRoot failures by class, phase and framework\n");
         put(o, "  %5s %8s %11s  %-22s %-15s %s\n", "jobs", "findings", "occurrences", "class", "phase", "framework");
@@ -329,8 +413,8 @@ static void write_text(out_t *o, size_t jobs, size_t roots, const tally *g, size
             f[i].seen_first[0] ? f[i].seen_first : "-", f[i].seen_last[0] ? f[i].seen_last : "-");
 }
 
-static oomscan_status write_json(out_t *o, size_t jobs, size_t roots, const tally *g, size_t ng, const tally *f,
-                                 size_t nf, size_t bad, oomscan_diag *diag)
+static oomscan_status write_json(out_t *o, const oomscan_summary *sum, size_t not_scanned, size_t jobs, size_t roots,
+                                 const tally *g, size_t ng, const tally *f, size_t nf, size_t bad, oomscan_diag *diag)
 {
     cJSON *doc = cJSON_CreateObject(), *groups = cJSON_CreateArray(), *fps = cJSON_CreateArray();
     if (!doc || !groups || !fps) {
@@ -341,6 +425,9 @@ static oomscan_status write_json(out_t *o, size_t jobs, size_t roots, const tall
     cJSON_AddNumberToObject(doc, "jobs", (double)jobs);
     cJSON_AddNumberToObject(doc, "findings", (double)roots);
     cJSON_AddNumberToObject(doc, "bad_lines", (double)bad);
+    cJSON_AddNumberToObject(doc, "inputs_not_read", (double)sum->inputs_error);
+    cJSON_AddNumberToObject(doc, "inputs_partial", (double)sum->inputs_partial);
+    cJSON_AddNumberToObject(doc, "jobs_not_scanned", (double)not_scanned);
     cJSON_AddItemToObject(doc, "groups", groups);
     cJSON_AddItemToObject(doc, "fingerprints", fps);
     for (size_t i = 0; i < ng; i++) {
@@ -418,11 +505,13 @@ oomscan_status oomscan_summary_write(oomscan_summary *sum, oomscan_summary_forma
         if (f[i].jobs > 1)
             f[nf2++] = f[i];
 
+    /* sum->v is in job order again for the lookups (the tallies sorted pointers, not the records) */
+    size_t not_scanned = jobs_not_scanned(sum);
     out_t o = {fn, ud, 0};
     if (format == OOMSCAN_SUMMARY_JSON)
-        st = write_json(&o, jobs, nr, g, ng, f, nf2, sum->bad, diag);
+        st = write_json(&o, sum, not_scanned, jobs, nr, g, ng, f, nf2, sum->bad, diag);
     else
-        write_text(&o, jobs, nr, g, ng, f, nf2);
+        write_text(&o, sum, not_scanned, jobs, nr, g, ng, f, nf2);
     if (st == OOMSCAN_OK && o.failed)
         st = diag_set(diag, OOMSCAN_ERR_CANCELLED, "summary", "the writer stopped");
 done:
