@@ -8,7 +8,14 @@ set -u
 oomscan=$1 src=$2
 . "$(dirname "$0")/testlib.sh"
 oomscan=$(abspath "$oomscan") src=$(cd "$src" && pwd)
-schema="$src/docs/oomscan.schema.json" check="python3 $src/tests/schema_check.py" fx="$src/fixtures"
+# Debian's python3-jsonschema (.ci/test installs it) is seen by Debian's own interpreter, which a
+# python3 earlier on PATH (pyenv, a virtualenv) may not be: the first one that has the module is used
+py=
+for p in /usr/bin/python3 python3; do
+  "$p" -c "import jsonschema" 2> /dev/null && { py=$p; break; }
+done
+[ -n "$py" ] || { bad "no python3 with the jsonschema module (Debian: python3-jsonschema)"; finish schema; exit; }
+schema="$src/docs/oomscan.schema.json" check="$py $src/tests/schema_check.py" fx="$src/fixtures"
 [ -s "$schema" ] || { bad "no $schema"; finish schema; exit; }
 cd "$t" || exit 2
 
