@@ -120,6 +120,8 @@ static int measured_fragmentation(const pdb *db, const cJSON *m, double req, var
     return 1;
 }
 
+/* long: one verdict from the message's figures (request, free, total, reserved), its branches in order of
+ * precedence over the same locals: the order of the branches is the decision. */
 static void cuda_oom(const pdb *db, const finding *f, const config_view *cfg, const char *job, cJSON *arr)
 {
     const cJSON *m = f->memory;

@@ -328,6 +328,8 @@ const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";
 
 static oomscan_status build_prefilters(pdb *db, oomscan_diag *diag);
 
+/* long: the compile steps in their dependency order (regexes, hints, literals, checklists, prefilters),
+ * each a few lines ending on the first failure; the order is the contract. */
 oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
 {
     if (db->compiled)

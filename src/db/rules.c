@@ -50,7 +50,9 @@ static int framework_of(const cJSON *obj, const char *key)
     return s ? tax_framework_from_name(s) : -1;
 }
 
-/* ---- one failure pattern ------------------------------------------------------------------ */
+/* ---- one failure pattern ------------------------------------------------------------------
+ * long: one failure pattern's fields validated one by one, each with its file:id error, in the order the
+ * format documents them. */
 
 static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *file, oomscan_diag *diag)
 {

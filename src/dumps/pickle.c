@@ -815,7 +815,9 @@ static inline int arg_size(unsigned op, int *len_bytes)
 /* The first pass: how often each memo entry is fetched (2 bits each, 3 = many). Only the memo
  * opcodes are looked at; anything odd ends the count and the second pass keeps every memo entry
  * (and reports the error, if it is one). *end: the bytes up to the STOP. Returns OOMSCAN_OK (a count
- * or none), or NOMEM / a read error. */
+ * or none), or NOMEM / a read error.
+ * long: the pickle machine's first pass, one switch over the opcodes; split, the opcode would be read
+ * twice. */
 static oomscan_status count_fetches(rd *r, uint64_t *end, int *usable)
 {
     uint64_t n = 0, cap = 0;
@@ -925,6 +927,8 @@ static oomscan_status count_fetches(rd *r, uint64_t *end, int *usable)
     }
 }
 
+/* long: one opcode of the pickle machine, one switch case per opcode: the machine's dispatch is this
+ * function. */
 static oomscan_status step(rd *r, int *stop)
 {
     oomscan_status st;

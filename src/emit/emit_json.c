@@ -58,6 +58,8 @@ static void add_str_or_num(cJSON *o, const char *key, const char *v)
         cJSON_AddStringToObject(o, key, v);
 }
 
+/* long: one finding's JSON object written key by key in the order docs/output.md lists them; the order is
+ * the contract. */
 cJSON *emit_finding_json(const result_finding *rf)
 {
     const finding *f = rf->f;

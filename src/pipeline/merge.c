@@ -114,7 +114,9 @@ static int add_input(struct oomscan_scan *s, const char *path, const char *error
     return error ? session_add_error(s, r) : 0;
 }
 
-/* One NDJSON file: the last record per id wins (an update replaces the finding it updates). */
+/* One NDJSON file: the last record per id wins (an update replaces the finding it updates).
+ * long: one NDJSON file read record by record, the last per id kept, then added in order; the map and the
+ * records are freed at its end. */
 static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_t *offset)
 {
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;

@@ -178,6 +178,8 @@ oomscan_status ndjson_emit_inputs(struct oomscan_scan *s, oomscan_write_fn fn, v
     return st;
 }
 
+/* long: the records of one scan in order: the findings shown, then those joined since; both loops share the
+ * report and the order. */
 oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,
                            double min_gap, oomscan_write_fn fn, void *ud)
 {

@@ -345,6 +345,7 @@ static int fail(char *err, size_t cap, int rc, const char *msg, const char *arg)
     return rc;
 }
 
+/* long: one record's fields read and checked one by one into a finding, freed on the first bad field. */
 int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, char *err, size_t cap)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "merge");

@@ -553,6 +553,8 @@ int story_set_phase(story *s, long idx, tax_phase phase, const char *evidence, i
     return 0;
 }
 
+/* long: one event into the story: merged into a finding or a new one, then the finding's phase, time and
+ * windows updated from the same event. */
 long story_add(story *s, const story_event *ev)
 {
     long idx = -1;
@@ -1270,7 +1272,8 @@ static int run_cmp(const void *a, const void *b, void *ctx)
  * (story_run_folder), taken up to the outermost run folder holding it; two of them or more (neither
  * holding the other) are runs apart, each named by its folder below the folder they share. A folder that
  * holds a log of its own and other run folders too is one run with them (nothing says which run its log
- * is of). Sets f->run ("" when the scan holds one run or less) and f->attempt. */
+ * is of). Sets f->run ("" when the scan holds one run or less) and f->attempt.
+ * long: the runs of the findings of no job, worked out from the folders in one pass over one index. */
 static int assign_runs(story *s)
 {
     size_t *idx = malloc((s->n + 1) * sizeof *idx), m = 0;
@@ -1371,6 +1374,7 @@ static int assign_runs(story *s)
     return 0;
 }
 
+/* long: the story's end: its passes in their order over the same tables, freed at one exit. */
 int story_finish(story *s, const char *job_id)
 {
     itable streams = {0}, jobs = {0}, ids = {0};
