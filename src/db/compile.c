@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "db/configkey.h" /* settings the checklists name become literals, spelled by config_literal() */
 #include "db/embedded.h"
 
@@ -129,10 +130,8 @@ static oomscan_status add_config_literal(pdb *db, const char *text, oomscan_diag
             if (db->literals[at - 1].targets[k].kind == LIT_CONFIG)
                 return OOMSCAN_OK;
     }
-    char **grown = realloc(db->config_lits, (db->n_config_lits + 1) * sizeof *grown);
-    if (!grown)
+    if (GROW(db->config_lits, db->n_config_lits, db->cap.config_lits, 16))
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-    db->config_lits = grown;
     if (!(db->config_lits[db->n_config_lits] = strdup(text)))
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     db->n_config_lits++;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "emit/emit.h"
 #include "emit/safe.h"
 #include "pipeline/session.h"
@@ -98,15 +99,9 @@ static void gather(const config_store *st, void *ud)
 {
     entries *x = ud;
     for (size_t i = 0; i < st->n && !x->nomem; i++) {
-        if (x->n == x->cap) {
-            size_t cap = x->cap ? x->cap * 2 : 16;
-            const config_entry **g = realloc(x->e, cap * sizeof *g);
-            if (!g) {
-                x->nomem = 1;
-                break;
-            }
-            x->e = g;
-            x->cap = cap;
+        if (GROW(x->e, x->n, x->cap, 16)) {
+            x->nomem = 1;
+            break;
         }
         x->e[x->n++] = &st->e[i];
     }
@@ -440,14 +435,8 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
     }
     if (!rc && !(f.memory = cJSON_IsObject(mem) ? cJSON_Duplicate(mem, 1) : cJSON_CreateObject()))
         rc = -2;
-    if (!rc && st->n == st->cap) {
-        size_t ncap = st->cap ? st->cap * 2 : 16;
-        finding *g = realloc(st->f, ncap * sizeof *g);
-        if (!g)
-            rc = -2;
-        else
-            st->f = g, st->cap = ncap;
-    }
+    if (!rc && GROW(st->f, st->n, st->cap, 16))
+        rc = -2;
     if (rc) {
         if (rc == -2)
             snprintf(err, cap, "out of memory");
