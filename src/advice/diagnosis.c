@@ -120,6 +120,8 @@ static int measured_fragmentation(const pdb *db, const cJSON *m, double req, var
     return 1;
 }
 
+/* long: one verdict from the message's figures (request, free, total, reserved), its branches in order of
+ * precedence over the same locals: the order of the branches is the decision. */
 static void cuda_oom(const pdb *db, const finding *f, const config_view *cfg, const char *job, cJSON *arr)
 {
     const cJSON *m = f->memory;
@@ -286,7 +288,9 @@ static void host_oom(const pdb *db, const finding *f, cJSON *arr)
     }
 }
 
-/* What the log itself rules out: a loader with no worker processes, error files already written. */
+/* What the log itself rules out: a loader with no worker processes, error files already written.
+ * long: one test per premise the log can refute, in the order the checklist reads them; each is a few
+ * lines and they share the finding's settings view. */
 static void ruled_out(const pdb *db, const finding *f, const config_view *cfg, const char *job, cJSON *arr)
 {
     vars v = {0};

@@ -101,6 +101,8 @@ int timefmt_may_hold(const char *s, size_t n)
     return 0;
 }
 
+/* long: the time-stamp formats tried in order, a few lines each; the first that fits wins, so the order is
+ * the function. */
 int timefmt_parse(const char *src, size_t n, timefmt *t)
 {
     char s[80];

@@ -238,6 +238,8 @@ static void put_size(cJSON *mem, const char *key, double bytes, const char *prin
         cJSON_AddItemToObject(mem, key, v);
 }
 
+/* long: one pass over the clauses of PyTorch's message, a few lines per clause, in the order the message
+ * prints them. */
 void values_cuda_oom_clauses(const char *t, size_t n, cJSON *mem)
 {
     if (!mem)

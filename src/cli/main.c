@@ -368,7 +368,8 @@ static int parse_ticket_style(const char *arg, oomscan_ticket_style *t)
 }
 
 /* argv -> o. Returns -1 to go on, or the exit status (after --help, --version or a usage error,
- * which has been reported in one line). */
+ * which has been reported in one line).
+ * long: one getopt loop, then the checks between options that can only be made once all are read. */
 static int parse_options(int argc, char **argv, cli_opts *o)
 {
     int c, format_given = 0;
@@ -684,6 +685,8 @@ static void grow_heap_in_steps(const char *const *paths, size_t n)
 #endif
 }
 
+/* long: the program's steps in order (options, database, output file, scan, exit status), each a few lines;
+ * what it opens is closed on the way out here. */
 int main(int argc, char **argv)
 {
     cli_opts o = {.out = {.format = OOMSCAN_FMT_TEXT}};

@@ -138,6 +138,7 @@ static void usage(FILE *f)
           f);
 }
 
+/* long: the summary subcommand's options, inputs and exit status in one place, as main's. */
 int summary_main(int argc, char **argv)
 {
     static const struct option longopts[] = {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "db/configkey.h" /* settings the checklists name become literals, spelled by config_literal() */
 #include "db/embedded.h"
 
@@ -129,10 +130,8 @@ static oomscan_status add_config_literal(pdb *db, const char *text, oomscan_diag
             if (db->literals[at - 1].targets[k].kind == LIT_CONFIG)
                 return OOMSCAN_OK;
     }
-    char **grown = realloc(db->config_lits, (db->n_config_lits + 1) * sizeof *grown);
-    if (!grown)
+    if (GROW(db->config_lits, db->n_config_lits, db->cap.config_lits, 16))
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
-    db->config_lits = grown;
     if (!(db->config_lits[db->n_config_lits] = strdup(text)))
         return diag_set(diag, OOMSCAN_ERR_NOMEM, NULL, "out of memory");
     db->n_config_lits++;
@@ -330,22 +329,25 @@ const char PDB_STACK_FIRST_LITERAL[] = "(most recent call first)";
 
 static oomscan_status build_prefilters(pdb *db, oomscan_diag *diag);
 
-oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
+/* The largest capture count a match data must hold: db->max_captures raised to code's groups + 1. */
+static void note_captures(pdb *db, const pcre2_code *code)
 {
-    if (db->compiled)
-        return OOMSCAN_OK;
+    uint32_t caps = 0;
+    pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &caps);
+    if (caps + 1 > db->max_captures)
+        db->max_captures = caps + 1;
+}
+
+/* The failure patterns' regexes (each pattern's own, its lists', its continuations') and the prefixes',
+ * compiled unless `taken` (the embedded blob's), and the largest capture count noted. */
+static oomscan_status compile_regexes(pdb *db, int taken, oomscan_diag *diag)
+{
     oomscan_status st;
-    db->max_captures = 0;
-    /* the embedded database's regexes were compiled at build time; any others are compiled here */
-    int taken = db->regex_from_blob = regexes_from_blob(db, embedded_regex, embedded_regex_len);
     for (size_t i = 0; i < db->n_patterns; i++) {
         pdb_pattern *p = &db->patterns[i];
         if (!taken && (st = compile_one(p->regex_src, &p->re, p->file, p->id, 0, diag)))
             return st;
-        uint32_t caps = 0;
-        pcre2_pattern_info(p->re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
-        if (caps + 1 > db->max_captures)
-            db->max_captures = caps + 1;
+        note_captures(db, p->re.code);
         for (size_t k = 0; k < p->n_lists; k++) {
             char where[300];
             if (!taken) {
@@ -353,9 +355,7 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
                 if ((st = compile_one(p->lists[k].src, &p->lists[k].re, p->file, where, 0, diag)))
                     return st;
             }
-            pcre2_pattern_info(p->lists[k].re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
-            if (caps + 1 > db->max_captures)
-                db->max_captures = caps + 1;
+            note_captures(db, p->lists[k].re.code);
         }
         for (size_t k = 0; k < p->n_conts; k++) {
             char where[300];
@@ -364,22 +364,24 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
                 if ((st = compile_one(p->conts[k].src, &p->conts[k].re, p->file, where, 0, diag)))
                     return st;
             }
-            pcre2_pattern_info(p->conts[k].re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
-            if (caps + 1 > db->max_captures)
-                db->max_captures = caps + 1;
+            note_captures(db, p->conts[k].re.code);
         }
     }
     for (size_t i = 0; i < db->n_prefixes; i++) {
         pdb_prefix *p = &db->prefixes[i];
         if (!taken && (st = compile_one(p->regex_src, &p->re, p->file, p->id, p->at_end ? 0 : PCRE2_ANCHORED, diag)))
             return st;
-        uint32_t caps = 0;
-        pcre2_pattern_info(p->re.code, PCRE2_INFO_CAPTURECOUNT, &caps);
-        if (caps + 1 > db->max_captures)
-            db->max_captures = caps + 1;
+        note_captures(db, p->re.code);
     }
-    if ((st = db_build_hints(db, diag)))
-        return st;
+    return OOMSCAN_OK;
+}
+
+/* The literal table, from scratch: the patterns', markers', frameworks' and versions' literals (a
+ * version rule's regex compiled here unless `taken`), the fixed ones (tracebacks, frames, telemetry)
+ * and the settings the checklists name. */
+static oomscan_status add_literals(pdb *db, int taken, oomscan_diag *diag)
+{
+    oomscan_status st;
     pdb_free_literals(db);
     for (size_t i = 0; i < db->n_patterns; i++)
         for (size_t k = 0; k < db->patterns[i].n_literals; k++)
@@ -413,9 +415,24 @@ oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
         for (size_t at = 0; at < embedded_config_len; at += strlen((const char *)embedded_config + at) + 1)
             if ((st = add_config_literal(db, (const char *)embedded_config + at, diag)))
                 return st;
-    } else if ((st = db_resolve_checklists(db, diag)) || (st = add_config_literals(db, diag)))
+        return OOMSCAN_OK;
+    }
+    if ((st = db_resolve_checklists(db, diag)))
         return st;
-    if ((st = build_prefilters(db, diag)))
+    return add_config_literals(db, diag);
+}
+
+oomscan_status pdb_compile(pdb *db, oomscan_diag *diag)
+{
+    if (db->compiled)
+        return OOMSCAN_OK;
+    oomscan_status st;
+    db->max_captures = 0;
+    /* the embedded database's regexes were compiled at build time; any others are compiled here */
+    int taken = db->regex_from_blob = regexes_from_blob(db, embedded_regex, embedded_regex_len);
+    /* in dependency order: the hints read the compiled regexes, the prefilters the literal table */
+    if ((st = compile_regexes(db, taken, diag)) || (st = db_build_hints(db, diag)) ||
+        (st = add_literals(db, taken, diag)) || (st = build_prefilters(db, diag)))
         return st;
     db->compiled = 1;
     return OOMSCAN_OK;

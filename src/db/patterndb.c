@@ -81,7 +81,7 @@ void pdb_free_literals(pdb *db)
         free(db->config_lits[i]);
     free(db->config_lits);
     db->config_lits = NULL;
-    db->n_config_lits = 0;
+    db->n_config_lits = db->cap.config_lits = 0;
     prefilter_free(db->pf);
     prefilter_free(db->pf_lean);
     prefilter_free(db->pf_names);

@@ -209,6 +209,10 @@ typedef struct pdb {
     size_t n_xids;
     pdb_checklist *checklists;
     size_t n_checklists;
+    struct { /* the room allocated for each array above and config_lits, in elements (base/grow.h) */
+        size_t patterns, prefixes, frames, markers, fw_rules, stems, lex_skip_paths, versions, xids, checklists,
+            config_lits;
+    } cap;
     pdb_hint hints[PDB_HINTS]; /* built by pdb_compile from the patterns' "in_traceback" */
     size_t n_hints;
     int class_phase[32]; /* phases.json "class_phases": a class's weak default phase (tax_phase), -1 none */

@@ -8,17 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(arr, n, cap_hint)                                                       \
-    do {                                                                             \
-        void *grown_ = realloc((arr), ((n) + 1) * sizeof *(arr));                    \
-        if (!grown_)                                                                 \
-            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");          \
-        (arr) = grown_;                                                              \
-        memset(&(arr)[(n)], 0, sizeof *(arr));                                        \
-        (void)(cap_hint);                                                            \
-    } while (0)
-
-
+#include "base/grow.h" /* GROW zeroes the new room: each parser below fills only its entry's fields */
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -50,7 +40,9 @@ static int framework_of(const cJSON *obj, const char *key)
     return s ? tax_framework_from_name(s) : -1;
 }
 
-/* ---- one failure pattern ------------------------------------------------------------------ */
+/* ---- one failure pattern ------------------------------------------------------------------
+ * long: one failure pattern's fields validated one by one, each with its file:id error, in the order the
+ * format documents them. */
 
 static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *file, oomscan_diag *diag)
 {
@@ -222,12 +214,10 @@ static oomscan_status load_patterns(pdb *db, const cJSON *doc, const char *file,
             db->patterns[slot] = p;
             continue;
         }
-        void *grown = realloc(db->patterns, (db->n_patterns + 1) * sizeof *db->patterns);
-        if (!grown) {
+        if (GROW(db->patterns, db->n_patterns, db->cap.patterns, 64)) {
             pdb_free_pattern(&p);
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         }
-        db->patterns = grown;
         db->patterns[db->n_patterns++] = p;
     }
     return OOMSCAN_OK;
@@ -266,12 +256,10 @@ static oomscan_status load_prefixes(pdb *db, const cJSON *doc, const char *file,
             if (strcmp(db->prefixes[i].id, p.id) == 0)
                 slot = i;
         if (slot == db->n_prefixes) {
-            void *grown = realloc(db->prefixes, (db->n_prefixes + 1) * sizeof *db->prefixes);
-            if (!grown) {
+            if (GROW(db->prefixes, db->n_prefixes, db->cap.prefixes, 8)) {
                 pdb_free_prefix(&p);
                 return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
             }
-            db->prefixes = grown;
             db->n_prefixes++;
         } else {
             pdb_free_prefix(&db->prefixes[slot]);
@@ -365,7 +353,8 @@ static oomscan_status load_frames(pdb *db, const cJSON *doc, const char *file, i
                             name, json_str(j, "phase") ? json_str(j, "phase") : "(none)");
         if (!known_framework(j, "framework", &fw))
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, json_str(j, "framework"));
-        GROW(db->frames, db->n_frames, 0);
+        if (GROW(db->frames, db->n_frames, db->cap.frames, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         pdb_frame_rule *r = &db->frames[db->n_frames++];
         r->kind = (pdb_frame_kind)kind;
         r->fallback = fallback;
@@ -401,7 +390,8 @@ static oomscan_status load_phases(pdb *db, const cJSON *doc, const char *file, o
                             json_str(j, "phase") ? json_str(j, "phase") : "(not a string)");
         if (!known_framework(j, "framework", &fw))
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: unknown framework \"%s\"", name, json_str(j, "framework"));
-        GROW(db->markers, db->n_markers, 0);
+        if (GROW(db->markers, db->n_markers, db->cap.markers, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         pdb_marker *m = &db->markers[db->n_markers++];
         m->phase = ph;
         m->framework = fw;
@@ -482,7 +472,8 @@ static oomscan_status load_lexicon(pdb *db, const cJSON *doc, const char *file, 
         int ok, ph = phase_of(j, &ok);
         if (!words || !ok)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs \"words\" and a known phase (or null)", name);
-        GROW(db->stems, db->n_stems, 0);
+        if (GROW(db->stems, db->n_stems, db->cap.stems, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         pdb_stem *st = &db->stems[db->n_stems++];
         st->phase = ph;
         st->level = -1;
@@ -513,7 +504,8 @@ static oomscan_status load_lexicon(pdb *db, const cJSON *doc, const char *file, 
     {
         if (!cJSON_IsString(j) || !*j->valuestring)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "skip_paths: strings only");
-        GROW(db->lex_skip_paths, db->n_lex_skip_paths, 0);
+        if (GROW(db->lex_skip_paths, db->n_lex_skip_paths, db->cap.lex_skip_paths, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         if (!(db->lex_skip_paths[db->n_lex_skip_paths++] = strdup(j->valuestring)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
     }
@@ -525,7 +517,8 @@ static oomscan_status load_lexicon(pdb *db, const cJSON *doc, const char *file, 
         rule_name(name, sizeof name, "task_markers", NULL, lit);
         if (!lit || strlen(lit) < 4)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: needs a literal of 4 bytes or more", name);
-        GROW(db->markers, db->n_markers, 0);
+        if (GROW(db->markers, db->n_markers, db->cap.markers, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         pdb_marker *m = &db->markers[db->n_markers++];
         m->phase = -1;
         m->framework = -1;
@@ -559,7 +552,8 @@ static oomscan_status load_frameworks(pdb *db, const cJSON *doc, const char *fil
                             json_str(j, "framework") ? json_str(j, "framework") : "(none)");
         if (where && strcmp(where, "path") != 0 && strcmp(where, "line") != 0)
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"where\" is \"path\" or \"line\", not \"%s\"", name, where);
-        GROW(db->fw_rules, db->n_fw_rules, 0);
+        if (GROW(db->fw_rules, db->n_fw_rules, db->cap.fw_rules, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         pdb_fw_rule *r = &db->fw_rules[db->n_fw_rules++];
         r->framework = fw;
         r->in_path = where && strcmp(where, "path") == 0;
@@ -588,7 +582,8 @@ static oomscan_status load_versions(pdb *db, const cJSON *doc, const char *file,
             return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
                             "%s: needs a literal of 4 bytes or more, a \"component\" and a \"regex\" with a "
                             "(?<version>...) group", name);
-        GROW(db->versions, db->n_versions, 0);
+        if (GROW(db->versions, db->n_versions, db->cap.versions, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         pdb_version_rule *r = &db->versions[db->n_versions++];
         if (!(r->literal = strdup(lit)) || !(r->component = strdup(comp)) || !(r->regex_src = strdup(re)))
             return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
@@ -625,7 +620,8 @@ static oomscan_status load_xids(pdb *db, const cJSON *doc, const char *file, oom
             if (db->xids[i].code == code)
                 slot = i;
         if (slot == db->n_xids) {
-            GROW(db->xids, db->n_xids, 0);
+            if (GROW(db->xids, db->n_xids, db->cap.xids, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
             db->n_xids++;
         } else {
             free(db->xids[slot].meaning);
@@ -670,7 +666,8 @@ static oomscan_status load_checklist(pdb *db, cJSON *doc, const char *file, ooms
         if (strcmp(db->checklists[i].id, id) == 0)
             slot = i;
     if (slot == db->n_checklists) {
-        GROW(db->checklists, db->n_checklists, 0);
+        if (GROW(db->checklists, db->n_checklists, db->cap.checklists, 8))
+            return diag_set(diag, OOMSCAN_ERR_NOMEM, file, "out of memory");
         db->n_checklists++;
     } else {
         free(db->checklists[slot].id);

@@ -172,6 +172,7 @@ static int summarise_entry(const cJSON *e, cJSON *pgs, strmap *idx)
     return 0;
 }
 
+/* long: one dump's summary built from its sections in order, with one cleanup path (goto) on failure. */
 int flightrec_summarise(const cJSON *dump, const scan_source *src, struct dumps_acc *acc, char **why)
 {
     (void)why;
@@ -407,7 +408,9 @@ static void laggard_values(cJSON *m, const char *wait, const char *sizes, const 
         cJSON_AddNumberToObject(m, "timeout_ms", num(get(wait_op, "timeout_ms"), 0));
 }
 
-/* One process group across the dumps that know it: a finding when some ranks are behind. */
+/* One process group across the dumps that know it: a finding when some ranks are behind.
+ * long: one process group's verdict across ranks: the laggards found, then the finding built from the same
+ * locals. */
 static int analyse_pg(const fr_ctx *c, const char *pgkey)
 {
     double max_enq = -1;

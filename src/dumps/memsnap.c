@@ -396,6 +396,8 @@ static cJSON *trace_story(const memsnap_trace *t, int dev)
     return o;
 }
 
+/* long: one snapshot's summary from one pass over its segments; the figures gathered there are the locals
+ * the summary writes. */
 int memsnap_summarise(const pickle_doc *d, memsnap_trace *tr, const scan_source *src, struct dumps_acc *acc,
                       char **why)
 {

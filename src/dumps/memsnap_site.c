@@ -215,7 +215,9 @@ static uint64_t site_hash(const char *name, const char *file, double line)
 }
 
 /* The id of the site of `frames`; UINT32_MAX out of memory. Sites are found by their frame's name,
- * file and line (no text is formatted for an allocation whose site is known). */
+ * file and line (no text is formatted for an allocation whose site is known).
+ * long: the three caches (a shared Python frame's site, a machinery-only stack's, the table itself) are
+ * tried in order on the hot path of every allocation event; split, each would repeat the others' keys. */
 uint32_t site_of(site_table *t, const pickle_doc *d, pickle_ref frames)
 {
     pickle_ref f = python_frame(d, frames, &t->kinds);

@@ -101,7 +101,9 @@ oomscan_status pickle_input_drain(rd *r, uint64_t *end)
 /* (pickle_impl.h) The first pass: how often each memo entry is fetched (2 bits each, 3 = many). Only the memo
  * opcodes are looked at; anything odd ends the count and the second pass keeps every memo entry
  * (and reports the error, if it is one). *end: the bytes up to the STOP. Returns OOMSCAN_OK (a count
- * or none), or NOMEM / a read error. */
+ * or none), or NOMEM / a read error.
+ * long: one switch over the opcodes' argument sizes, the mirror of pickle_vm.c's step, kept whole so
+ * that the two can be read side by side. */
 oomscan_status pickle_input_count_fetches(rd *r, uint64_t *end, int *usable)
 {
     uint64_t n = 0, cap = 0;

@@ -563,6 +563,9 @@ static oomscan_status refuse(rd *r, const char *what)
                 "%s refused: this reader never constructs objects or runs code from a file", what);
 }
 
+/* One opcode of the pickle machine: the switch over every opcode the reader accepts (and those it
+ * refuses, by name). long: a virtual machine's dispatch is one switch; its cases are short and share the
+ * stack, the memo and the budgets. */
 static oomscan_status step(rd *r, int *stop)
 {
     oomscan_status st;

@@ -59,7 +59,9 @@ static void add_str_or_num(cJSON *o, const char *key, const char *v)
 }
 
 /* The object of emit_finding_json, its remediation and diagnosis given (and consumed) by the caller:
- * copies for a result that stays, the trees themselves for one about to be cleared. */
+ * copies for a result that stays, the trees themselves for one about to be cleared.
+ * long: one finding's JSON object written key by key in the order docs/output.md lists them; the order is
+ * the contract. */
 static cJSON *finding_json(const result_finding *rf, cJSON *remediation, cJSON *diagnosis)
 {
     const finding *f = rf->f;

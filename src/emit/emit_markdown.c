@@ -127,6 +127,7 @@ static void memory_pictures(out *o, const finding *f)
     }
 }
 
+/* long: one root finding's Markdown section, written top to bottom in the order the reader sees it. */
 static void root_section(out *o, const result *r, const result_finding *rf)
 {
     const finding *f = rf->f;

@@ -150,6 +150,8 @@ static int breaks_at(const char *s, size_t b, size_t len)
     return ticks % 2 == 0;
 }
 
+/* long: one line fitted to the width: the cut, a number kept with its unit and the indented rest share the
+ * positions worked out at the top. */
 int textfit_line(const char *s, size_t len, unsigned width, int mode, oomscan_write_fn fn, void *ud)
 {
     sink k = {.fn = fn, .ud = ud};

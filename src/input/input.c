@@ -437,6 +437,8 @@ static oomscan_status archive_fail(input_ctx *c, const char *member, struct arch
     return OOMSCAN_OK;
 }
 
+/* long: one container opened and walked member by member; the libarchive handle and the feed it reads are
+ * released at one exit. */
 static oomscan_status open_archive(input_ctx *c, input_stream *s, kind k, const char *outer,
                                    const char *member, const char *comp, int layers, int adepth)
 {

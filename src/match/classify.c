@@ -761,7 +761,8 @@ static const timefmt *line_time(const scan_view *v, const line_info *li, const s
 }
 
 /* The failure the line states, as an event for the story: pattern pi matched text. The event is
- * filled field by field from the line, the source and the phase state, so this stays one function. */
+ * filled field by field from the line, the source and the phase state, so this stays one function.
+ * long: the event is filled field by field (above), each field a few lines. */
 static oomscan_status add_failure(classifier *c, const scan_view *v, const line_info *li, long pi, const char *text,
                                   size_t text_len, scan_clock *clock)
 {

@@ -168,7 +168,9 @@ enum {
 /* What the bytes of the occurrence of `lit` at b[p] in the line b[ls..le) say, into *o (config.h).
  * pm: the prefixes read before (config_occurrence_read's), or NULL.
  * known: the length of its dotted prefix when dotted_again found it (the walk back is skipped: the
- * name is plain and has no '-'), else SIZE_MAX. */
+ * name is plain and has no '-'), else SIZE_MAX.
+ * long: one occurrence classified by the bytes before and after the name; every branch sets the same kind
+ * and offsets. */
 static void occurrence(const char *b, size_t ls, size_t le, size_t p, const char *lit, size_t len, size_t known,
                        config_prefixes *pm, config_occurrence *o)
 {
@@ -303,7 +305,9 @@ void config_occurrence_read(const char *b, size_t ls, size_t le, size_t p, const
 }
 
 /* The occurrence o of `lit` at b[p] in the line that starts at b[ls], read into the store. again:
- * the entry dotted_again found, else SIZE_MAX (tried: it was looked for). 1, or -1 out of memory. */
+ * the entry dotted_again found, else SIZE_MAX (tried: it was looked for). 1, or -1 out of memory.
+ * long: one read into the store: the three ways a path is built (surroundings, dotted prefix, the name's
+ * own text) share the reading and the memo. */
 static int apply(config_store **st, config_tracker *tr, const char *b, uint64_t base, size_t ls, size_t p,
                  const char *lit, size_t len, const config_occurrence *o, size_t again, int tried, const char *job,
                  const char *file, uint64_t line)

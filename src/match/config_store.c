@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/grow.h"
 #include "match/config_impl.h"
 
 config_store *config_store_new(uint64_t *clock)
@@ -156,14 +157,8 @@ int config_store_put(config_store **sp, const char *path, size_t plen, const cha
                 break;
     }
     if (i == s->n) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 32;
-            config_entry *g = realloc(s->e, cap * sizeof *g);
-            if (!g)
-                return -1;
-            s->e = g;
-            s->cap = cap;
-        }
+        if (GROW(s->e, s->n, s->cap, 32))
+            return -1;
         memset(&s->e[i], 0, sizeof s->e[i]);
         if (!(s->e[i].path = strdup(path)))
             return -1;

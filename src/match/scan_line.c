@@ -2,6 +2,8 @@
  * deferred until a finding needs them, the rest classified (classify.h). Line numbers counted here. */
 #include "match/scan_impl.h"
 
+#include "base/grow.h"
+
 /* ---- line counting ----------------------------------------------------------------------- */
 
 uint64_t scan_line_number_at(scanner *sc, size_t pos)
@@ -106,15 +108,9 @@ void scan_close_line(scanner *sc)
 /* A setting's hit in a region a window goes on through: kept for scan_settings_windows. 0 out of memory. */
 static int keep_hit(scanner *sc, size_t lit, size_t pos)
 {
-    if (sc->n_kept == sc->cap_kept) {
-        size_t cap = sc->cap_kept ? 2 * sc->cap_kept : 4096;
-        struct kept_hit *k = realloc(sc->kept, cap * sizeof *k);
-        if (!k) {
-            sc->status = OOMSCAN_ERR_NOMEM;
-            return 0;
-        }
-        sc->kept = k;
-        sc->cap_kept = cap;
+    if (GROW(sc->kept, sc->n_kept, sc->cap_kept, 4096)) {
+        sc->status = OOMSCAN_ERR_NOMEM;
+        return 0;
     }
     sc->kept[sc->n_kept].pos = pos;
     sc->kept[sc->n_kept++].lit = lit;

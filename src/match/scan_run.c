@@ -291,6 +291,8 @@ static void take_prefetch(scanner *sc, reader *r)
     r->total += (uint64_t)n;
 }
 
+/* long: the chunk loop (read, region, advance) and the end of the source, which share its locals; one loop,
+ * one exit. */
 oomscan_status scanner_run(scanner *sc, scan_read_fn rd, void *rd_ud, const scan_source *src, phase_state *ps,
                            const scan_sink *sink, scan_result *res, scan_progress_fn progress, void *progress_ud)
 {

@@ -149,7 +149,9 @@ int scanner_use_helper(scanner *sc, unsigned cores)
     return 0;
 }
 
-/* Every hit of [0, end) to scan_on_hit, in order: in two parts on two threads when a helper is there. */
+/* Every hit of [0, end) to scan_on_hit, in order: in two parts on two threads when a helper is there.
+ * long: one region in two parts on two threads: the hand-off and the replay share the lock, the split point
+ * and the counts, so the protocol reads in one place. */
 void scan_prefilter_region(scanner *sc, size_t end, size_t avail)
 {
     const prefilter *pf = sc->set_lean ? sc->pf_lean : sc->db->pf;

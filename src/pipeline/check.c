@@ -176,6 +176,8 @@ static const char *run_sample(matcher *m, const cJSON *s, line_ctx *ctx, size_t 
     return matcher_strip(m, line, strlen(line), ml, ctx);
 }
 
+/* long: every sample of one pattern run, must-match and must-not alike, each problem naming the file and
+ * the sample. */
 static void check_pattern(checker *c, const pdb *db, matcher *m, size_t idx, size_t *runs)
 {
     const pdb_pattern *p = &db->patterns[idx];

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/status.h"
 #include "base/strmap.h"
 #include "pipeline/record.h"
@@ -114,7 +115,9 @@ static int add_input(struct oomscan_scan *s, const char *path, const char *error
     return error ? session_add_error(s, r) : 0;
 }
 
-/* One NDJSON file: the last record per id wins (an update replaces the finding it updates). */
+/* One NDJSON file: the last record per id wins (an update replaces the finding it updates).
+ * long: one NDJSON file read record by record, the last per id kept, then added in order; the map and the
+ * records are freed at its end. */
 static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_t *offset)
 {
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
@@ -180,16 +183,10 @@ static oomscan_status merge_file(struct oomscan_scan *s, const char *path, size_
             cJSON_Delete(r);
             continue;
         }
-        if (recs.n == recs.cap) {
-            size_t nc = recs.cap ? recs.cap * 2 : 64;
-            kept_rec *g = realloc(recs.v, nc * sizeof *g);
-            if (!g) {
-                cJSON_Delete(r);
-                st = OOMSCAN_ERR_NOMEM;
-                break;
-            }
-            recs.v = g;
-            recs.cap = nc;
+        if (GROW(recs.v, recs.n, recs.cap, 64)) {
+            cJSON_Delete(r);
+            st = OOMSCAN_ERR_NOMEM;
+            break;
         }
         memset(&recs.v[recs.n], 0, sizeof recs.v[recs.n]);
         int kept = keep_rec(&recs.v[recs.n], r, line, (size_t)len);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/grow.h"
 #include "emit/emit.h"
 #include "pipeline/record.h"
 #include "result/result.h"
@@ -74,14 +75,8 @@ rep_entry *rep_put(rep_table *t, const char *id)
     rep_entry *e = rep_find(t, id);
     if (e)
         return e;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        rep_entry *g = realloc(t->e, cap * sizeof *g);
-        if (!g)
-            return NULL;
-        t->e = g;
-        t->cap = cap;
-    }
+    if (GROW(t->e, t->n, t->cap, 64))
+        return NULL;
     if ((t->n + 1) * 2 > t->icap && rep_reindex(t, t->icap ? t->icap * 2 : 128) != 0)
         return NULL;
     e = &t->e[t->n];
@@ -199,6 +194,8 @@ oomscan_status ndjson_emit_inputs(struct oomscan_scan *s, oomscan_write_fn fn, v
     return st;
 }
 
+/* long: the records of one scan in order: the findings shown, then those joined since; both loops share the
+ * report and the order. */
 oomscan_status ndjson_emit(struct oomscan_scan *s, ndjson_ready_fn ready, void *ready_ud, ndjson_ready_fn hold,
                            double min_gap, oomscan_write_fn fn, void *ud)
 {

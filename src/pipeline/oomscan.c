@@ -622,6 +622,8 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* long: the scan driver: inputs expanded, workers started, results merged in input order; what it starts is
+ * stopped here. */
 oomscan_status oomscan_scan_paths(oomscan_scan *s, const char *const *paths, size_t n, oomscan_diag *diag)
 {
     strvec files = {0};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "emit/emit.h"
 #include "emit/safe.h"
 #include "pipeline/session.h"
@@ -98,15 +99,9 @@ static void gather(const config_store *st, void *ud)
 {
     entries *x = ud;
     for (size_t i = 0; i < st->n && !x->nomem; i++) {
-        if (x->n == x->cap) {
-            size_t cap = x->cap ? x->cap * 2 : 16;
-            const config_entry **g = realloc(x->e, cap * sizeof *g);
-            if (!g) {
-                x->nomem = 1;
-                break;
-            }
-            x->e = g;
-            x->cap = cap;
+        if (GROW(x->e, x->n, x->cap, 16)) {
+            x->nomem = 1;
+            break;
         }
         x->e[x->n++] = &st->e[i];
     }
@@ -345,6 +340,72 @@ static int fail(char *err, size_t cap, int rc, const char *msg, const char *arg)
     return rc;
 }
 
+/* The fields of finding record `rec` (its merge data `m`) past the ones record_to_finding checks first:
+ * group, occurrences, first and last places, ranks and hosts, window kinds, sources, the job's settings
+ * (into st), evidence and memory, into *f. 0, -1 malformed (err says which field), -2 out of memory
+ * (err not yet set). What was set in *f is the caller's to free. */
+static int finding_fields_from(const cJSON *rec, const cJSON *m, const char *group, size_t off, story *st, finding *f,
+                               char *err, size_t cap)
+{
+    double occ = 0;
+    int rc = 0;
+    const char *pe = json_str(rec, "phase_evidence");
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(rec, "memory");
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(rec, "evidence");
+    if (!(f->group = strdup(group)) || (pe && !(f->phase_evidence = strdup(pe))))
+        rc = -2;
+    if (!rc && num_of(rec, "occurrences", &occ))
+        rc = fail(err, cap, -1, "record lacks occurrences", NULL);
+    f->occurrences = jsonnum_u64(occ, UINT64_MAX / 2);
+    if (!rc) {
+        rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "first"), cJSON_GetObjectItemCaseSensitive(m, "input"),
+                      cJSON_GetObjectItemCaseSensitive(m, "first_time"), off, &f->first);
+        if (!rc)
+            rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "last"),
+                          cJSON_GetObjectItemCaseSensitive(m, "last_input"),
+                          cJSON_GetObjectItemCaseSensitive(m, "last_time"), off, &f->last);
+        if (rc == -1)
+            fail(err, cap, -1, "record has a malformed first/last location or time", NULL);
+    }
+    if (!rc) {
+        rc = raw_set_from(cJSON_GetObjectItemCaseSensitive(m, "ranks"),
+                          cJSON_GetObjectItemCaseSensitive(m, "ranks_dropped"), &f->ranks);
+        if (!rc)
+            rc = raw_set_from(cJSON_GetObjectItemCaseSensitive(m, "hosts"),
+                              cJSON_GetObjectItemCaseSensitive(m, "hosts_dropped"), &f->hosts);
+        if (rc == -1)
+            fail(err, cap, -1, "record has malformed merge.ranks or merge.hosts", NULL);
+    }
+    if (!rc) {
+        const char *kind = json_str(m, "kind"), *last = json_str(m, "last_kind");
+        f->first.kind = story_kind(kind);
+        f->last.kind = story_kind(last);
+        if ((kind && !f->first.kind) || (last && !f->last.kind))
+            rc = fail(err, cap, -1, "unknown window kind '%s'", kind && !f->first.kind ? kind : last);
+    }
+    if (!rc) {
+        rc = windows_from(cJSON_GetObjectItemCaseSensitive(rec, "sources"), f);
+        if (rc == -1)
+            fail(err, cap, -1, "record has malformed sources", NULL);
+    }
+    if (!rc) {
+        rc = settings_from(cJSON_GetObjectItemCaseSensitive(m, "settings"), st);
+        if (rc == -1)
+            fail(err, cap, -1, "record has malformed merge.settings", NULL);
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ev)
+    {
+        if (rc || f->n_evidence >= STORY_MAX_EVIDENCE)
+            break;
+        if (cJSON_IsString(it) && !(f->evidence[f->n_evidence++] = strdup(it->valuestring)))
+            rc = -2;
+    }
+    if (!rc && !(f->memory = cJSON_IsObject(mem) ? cJSON_Duplicate(mem, 1) : cJSON_CreateObject()))
+        rc = -2;
+    return rc;
+}
+
 int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, char *err, size_t cap)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "merge");
@@ -383,70 +444,9 @@ int record_to_finding(const pdb *db, const cJSON *rec, size_t off, story *st, ch
     snprintf(f.host, sizeof f.host, "%s", json_str(m, "host") ? json_str(m, "host") : "");
     snprintf(f.container, sizeof f.container, "%s", json_str(m, "container") ? json_str(m, "container") : "");
     snprintf(f.ray_job, sizeof f.ray_job, "%s", json_str(m, "ray_job") ? json_str(m, "ray_job") : "");
-    double occ = 0;
-    int rc = 0;
-    const char *pe = json_str(rec, "phase_evidence");
-    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(rec, "memory");
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(rec, "evidence");
-    if (!(f.group = strdup(group)) || (pe && !(f.phase_evidence = strdup(pe))))
+    int rc = finding_fields_from(rec, m, group, off, st, &f, err, cap);
+    if (!rc && GROW(st->f, st->n, st->cap, 16))
         rc = -2;
-    if (!rc && num_of(rec, "occurrences", &occ))
-        rc = fail(err, cap, -1, "record lacks occurrences", NULL);
-    f.occurrences = jsonnum_u64(occ, UINT64_MAX / 2);
-    if (!rc) {
-        rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "first"), cJSON_GetObjectItemCaseSensitive(m, "input"),
-                      cJSON_GetObjectItemCaseSensitive(m, "first_time"), off, &f.first);
-        if (!rc)
-            rc = loc_from(cJSON_GetObjectItemCaseSensitive(rec, "last"),
-                          cJSON_GetObjectItemCaseSensitive(m, "last_input"),
-                          cJSON_GetObjectItemCaseSensitive(m, "last_time"), off, &f.last);
-        if (rc == -1)
-            fail(err, cap, -1, "record has a malformed first/last location or time", NULL);
-    }
-    if (!rc) {
-        rc = raw_set_from(cJSON_GetObjectItemCaseSensitive(m, "ranks"),
-                          cJSON_GetObjectItemCaseSensitive(m, "ranks_dropped"), &f.ranks);
-        if (!rc)
-            rc = raw_set_from(cJSON_GetObjectItemCaseSensitive(m, "hosts"),
-                              cJSON_GetObjectItemCaseSensitive(m, "hosts_dropped"), &f.hosts);
-        if (rc == -1)
-            fail(err, cap, -1, "record has malformed merge.ranks or merge.hosts", NULL);
-    }
-    if (!rc) {
-        const char *kind = json_str(m, "kind"), *last = json_str(m, "last_kind");
-        f.first.kind = story_kind(kind);
-        f.last.kind = story_kind(last);
-        if ((kind && !f.first.kind) || (last && !f.last.kind))
-            rc = fail(err, cap, -1, "unknown window kind '%s'", kind && !f.first.kind ? kind : last);
-    }
-    if (!rc) {
-        rc = windows_from(cJSON_GetObjectItemCaseSensitive(rec, "sources"), &f);
-        if (rc == -1)
-            fail(err, cap, -1, "record has malformed sources", NULL);
-    }
-    if (!rc) {
-        rc = settings_from(cJSON_GetObjectItemCaseSensitive(m, "settings"), st);
-        if (rc == -1)
-            fail(err, cap, -1, "record has malformed merge.settings", NULL);
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, ev)
-    {
-        if (rc || f.n_evidence >= STORY_MAX_EVIDENCE)
-            break;
-        if (cJSON_IsString(it) && !(f.evidence[f.n_evidence++] = strdup(it->valuestring)))
-            rc = -2;
-    }
-    if (!rc && !(f.memory = cJSON_IsObject(mem) ? cJSON_Duplicate(mem, 1) : cJSON_CreateObject()))
-        rc = -2;
-    if (!rc && st->n == st->cap) {
-        size_t ncap = st->cap ? st->cap * 2 : 16;
-        finding *g = realloc(st->f, ncap * sizeof *g);
-        if (!g)
-            rc = -2;
-        else
-            st->f = g, st->cap = ncap;
-    }
     if (rc) {
         if (rc == -2)
             snprintf(err, cap, "out of memory");

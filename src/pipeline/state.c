@@ -500,6 +500,8 @@ static void choose_ctx(int fd, uint64_t floor, uint64_t floor_line, uint64_t end
     free(b);
 }
 
+/* long: one input under --state: resume, the context before the cut, the scan, the next offset, sharing the
+ * file and the record. */
 int state_run_unit(struct oomscan_scan *s, size_t i, scanner *sc, phase_state *ps)
 {
     state_input *in = &s->state->in[i];

@@ -104,6 +104,8 @@ static int head_changed(live *r)
     return n >= 0 && ((size_t)n < r->head_n || memcmp(now, r->head, r->head_n) != 0);
 }
 
+/* long: the live read callback: one poll loop handling growth, truncation and replacement of the followed
+ * file. */
 static ssize_t live_read(void *ud, void *buf, size_t cap)
 {
     live *r = ud;

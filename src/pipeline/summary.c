@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/sink.h"
 #include "base/status.h"
 #include "oomscan_summary.h"
@@ -197,14 +198,8 @@ static oomscan_status add_finding(oomscan_summary *sum, const cJSON *o, const ch
     const char *id = str_or(o, "id", NULL), *cls = str_or(o, "class", NULL);
     if (!id || !cls)
         return OOMSCAN_OK; /* not a finding (an input record, a run header, ...) */
-    if (sum->n == sum->cap) {
-        size_t cap = sum->cap ? sum->cap * 2 : 256;
-        rec *v = realloc(sum->v, cap * sizeof *v);
-        if (!v)
-            return diag_set(diag, OOMSCAN_ERR_NOMEM, name, "out of memory");
-        sum->v = v;
-        sum->cap = cap;
-    }
+    if (GROW(sum->v, sum->n, sum->cap, 256))
+        return diag_set(diag, OOMSCAN_ERR_NOMEM, name, "out of memory");
     const cJSON *occ = cJSON_GetObjectItemCaseSensitive(o, "occurrences");
     rec r = {
         .job = record_job(o, name),

@@ -475,6 +475,8 @@ static int appended_attempt(story *s, const story_event *ev)
     return s->att_split ? s->att_no : -1;
 }
 
+/* (story.h) long: one event into the story: merged into a finding or a new one, then the finding's phase,
+ * time and windows updated from the same event. */
 long story_add(story *s, const story_event *ev)
 {
     long idx = -1;

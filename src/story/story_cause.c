@@ -450,6 +450,7 @@ static void elect_causes(story *s, long head)
     }
 }
 
+/* (story.h) long: the story's end: its passes in their order over the same tables, freed at one exit. */
 int story_finish(story *s, const char *job_id)
 {
     itable streams = {0}, jobs = {0}, ids = {0};

@@ -93,7 +93,8 @@ static int run_cmp(const void *a, const void *b, void *ctx)
  * (story_run_folder), taken up to the outermost run folder holding it; two of them or more (neither
  * holding the other) are runs apart, each named by its folder below the folder they share. A folder that
  * holds a log of its own and other run folders too is one run with them (nothing says which run its log
- * is of). Sets f->run ("" when the scan holds one run or less) and f->attempt. */
+ * is of). Sets f->run ("" when the scan holds one run or less) and f->attempt.
+ * long: the runs of the findings of no job, worked out from the folders in one pass over one index. */
 int story_assign_runs(story *s)
 {
     size_t *idx = malloc((s->n + 1) * sizeof *idx), m = 0;
