@@ -47,6 +47,8 @@ typedef struct {
     int phase_weak; /* "phase_confidence": "weak": the message points to `phase` one inference step
                      * away (NCCL's set-up failing: start-up, though a communicator may be built later) */
     int echo;     /* the message usually reports a consequence (a launcher killing siblings) */
+    int stack_below; /* "stack_below": the failure prints its own stack under it (faulthandler's "Fatal
+                      * Python error:"): a traceback above it is another failure's, and names no phase for it */
     char **literals;
     size_t n_literals;
     pdb_list *lists;

@@ -75,6 +75,10 @@ static oomscan_status parse_pattern(pdb_pattern *p, const cJSON *j, const char *
         return diag_set(diag, OOMSCAN_ERR_FORMAT, file,
                         "%s: \"phase_confidence\" is \"strong\" or \"weak\", and goes with a \"phase\"", id);
     p->phase_weak = pc && !strcmp(pc, "weak");
+    const cJSON *below = cJSON_GetObjectItemCaseSensitive(j, "stack_below");
+    if (below && !cJSON_IsBool(below))
+        return diag_set(diag, OOMSCAN_ERR_FORMAT, file, "%s: \"stack_below\" is true or false", id);
+    p->stack_below = cJSON_IsTrue(below);
 
     const cJSON *lits = cJSON_GetObjectItemCaseSensitive(j, "literals");
     if (!cJSON_IsArray(lits) || cJSON_GetArraySize(lits) == 0)

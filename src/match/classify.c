@@ -794,7 +794,7 @@ static oomscan_status add_failure(classifier *c, const scan_view *v, const line_
         snprintf(wkey, sizeof wkey, "l%.0f", lr->valuedouble);
         key = wkey;
     }
-    phase_decide_class(c->ps, key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, &ans);
+    phase_decide_class(c->ps, key, li->line, p->phase, p->phase_weak, p->engine, (int)p->cls, p->stack_below, &ans);
     /* Job id stated by the message itself (slurmstepd's StepId=1234.0) beats the file name. */
     char job[32];
     snprintf(job, sizeof job, "%s", c->src->job_id);

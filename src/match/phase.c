@@ -400,7 +400,17 @@ static int decide_frames(const phase_state *ps, const tb_slot *s, int from, int 
 void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int engine,
                   phase_answer *out)
 {
-    phase_decide_class(ps, key, line, pattern_phase, 0, engine, -1, out);
+    phase_decide_class(ps, key, line, pattern_phase, 0, engine, -1, 0, out);
+}
+
+/* An answer given as weak: "weak: " before its evidence (cut to fit). */
+static void make_weak(phase_answer *out)
+{
+    size_t n = strnlen(out->evidence, sizeof out->evidence - 7);
+    memmove(out->evidence + 6, out->evidence, n);
+    memcpy(out->evidence, "weak: ", 6);
+    out->evidence[6 + n] = '\0';
+    out->weak = 1;
 }
 
 /* The traceback that explains a failure on stream `key` at `line`: its stream's, else a lone one of
@@ -424,7 +434,7 @@ uint32_t phase_traceback_hints(const phase_state *ps, const char *key, uint64_t 
 }
 
 void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int pattern_weak,
-                        int engine, int cls, phase_answer *out)
+                        int engine, int cls, int stack_below, phase_answer *out)
 {
     const pdb *db = ps->db;
     memset(out, 0, sizeof *out);
@@ -432,8 +442,14 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     out->framework = -1;
     const tb_slot *s = near_slot(ps, key, line);
     int near = s != NULL;
-    if (near && decide_frames(ps, s, 0, T_STRONG_END, "", out))
+    if (near && decide_frames(ps, s, 0, T_STRONG_END, "", out)) {
+        /* the failure's own stack follows it: a traceback above may be another failure's (a restarted
+         * worker's earlier exception), so its reading is weak and the stack below, when it names a phase,
+         * replaces it (phase_late); when that stack is empty (an abort at exit) it stays */
+        if (stack_below)
+            make_weak(out);
         return;
+    }
     if (pattern_phase >= 0 && !pattern_weak) {
         out->phase = (tax_phase)pattern_phase;
         snprintf(out->evidence, sizeof out->evidence, "the message itself is printed in %s",
@@ -521,11 +537,7 @@ int phase_late(const phase_state *ps, const char *key, uint64_t failure_line, ph
         out->framework = -1;
         return 0;
     }
-    size_t n = strnlen(out->evidence, sizeof out->evidence - 7);
-    memmove(out->evidence + 6, out->evidence, n); /* "weak: " before it, cut to fit */
-    memcpy(out->evidence, "weak: ", 6);
-    out->evidence[6 + n] = '\0';
-    out->weak = 1;
+    make_weak(out);
     return 1;
 }
 

@@ -82,9 +82,10 @@ void phase_decide(const phase_state *ps, const char *key, uint64_t line, int pat
                   phase_answer *out);
 /* The same for a failure of class `cls`, whose pattern's phase may be weak evidence (`pattern_weak`,
  * its "phase_confidence"): then it speaks after the strong evidence and a weak frame, before a weak
- * marker and the class's default. */
+ * marker and the class's default. `stack_below`: the failure's own stack follows it (phase_late reads
+ * it), so a traceback above the line speaks only weakly. */
 void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, int pattern_phase, int pattern_weak,
-                        int engine, int cls, phase_answer *out);
+                        int engine, int cls, int stack_below, phase_answer *out);
 
 /* Late evidence: the phase named by the failing thread's faulthandler stack on stream `key` whose
  * header came after `failure_line` and within a few lines of it (the failure's own stack, printed

@@ -178,13 +178,22 @@ static int hosts_differ(const char *a, const char *b)
 
 /* Could `a` and `b` be one failure seen through two windows? Same class, different kinds of window,
  * and nothing that tells them apart (rank, host, time; pid unless `any_pid`). */
+/* The length of a group's text without the "|attempt=N" story_add appends for a later attempt: whether
+ * two attempts may join is can_join's question, asked of the findings' attempts themselves (a copy in a
+ * file that names no attempt, a faulthandler dump, may be any attempt's). */
+static size_t text_len(const char *t)
+{
+    const char *att = strstr(t, "|attempt=");
+    return att ? (size_t)(att - t) : strlen(t);
+}
+
 /* The same message of the same pattern, whatever phase each copy could tell (group: pattern|phase|text). */
 static int same_text(const finding *a, const finding *b)
 {
     const char *x = strchr(a->group, '|'), *y = strchr(b->group, '|');
     x = x ? strchr(x + 1, '|') : NULL;
     y = y ? strchr(y + 1, '|') : NULL;
-    return a->pattern == b->pattern && x && y && strcmp(x, y) == 0;
+    return a->pattern == b->pattern && x && y && text_len(x) == text_len(y) && memcmp(x, y, text_len(x)) == 0;
 }
 
 static int can_join(const finding *a, const finding *b, int any_pid)
@@ -252,6 +261,8 @@ static void join(story *s, long p, long o)
         memcpy(fp->container, fo->container, sizeof fp->container);
     if (!fp->ray_job[0])
         memcpy(fp->ray_job, fo->ray_job, sizeof fp->ray_job);
+    if (fp->attempt < 0) /* a copy that names no attempt (a faulthandler dump) is the attempt its twin names */
+        fp->attempt = fo->attempt;
     for (size_t k = 0; k < fo->ranks.n; k++)
         story_set_add(&fp->ranks, fo->ranks.items[k]);
     for (size_t k = 0; k < fo->hosts.n; k++)
