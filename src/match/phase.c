@@ -443,10 +443,7 @@ void phase_decide_class(const phase_state *ps, const char *key, uint64_t line, i
     const tb_slot *s = near_slot(ps, key, line);
     int near = s != NULL;
     if (near && decide_frames(ps, s, 0, T_STRONG_END, "", out)) {
-        /* the failure's own stack follows it: a traceback above may be another failure's (a restarted
-         * worker's earlier exception), so its reading is weak and the stack below, when it names a phase,
-         * replaces it (phase_late); when that stack is empty (an abort at exit) it stays */
-        if (stack_below)
+        if (stack_below) /* maybe another failure's traceback (phase.h): phase_late's stack may replace it */
             make_weak(out);
         return;
     }
