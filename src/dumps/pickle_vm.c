@@ -513,7 +513,8 @@ static oomscan_status fill_list(rd *r, size_t from)
             } else {
                 pval *p = &r->d->v[list];
                 p->h = (uint8_t)(h > 255 ? 255 : h);
-                memcpy(p->u.k + p->n, r->stack + from, (top - from) * sizeof *r->stack);
+                if (top > from) /* APPENDS after an empty mark: nothing to copy, and no item array yet */
+                    memcpy(p->u.k + p->n, r->stack + from, (top - from) * sizeof *r->stack);
                 p->n += (uint32_t)(top - from);
                 r->sp = from;
                 return OOMSCAN_OK;
